@@ -1,0 +1,337 @@
+#!/usr/bin/env bash
+# Drives a sluice broker with Apache Kafka's own command-line tools (kafka-tools 4.4.0 from Maven
+# Central, run as plain classes: `java -cp 'lib/*' org.apache.kafka.tools.TopicCommand ...`).
+#
+#   compat-tests/cli/run.sh
+#
+# Env:
+#   SLUICE_BIN           broker binary (default: <repo>/target/release/sluice)
+#   SLUICE_START_TIMEOUT seconds to wait for the broker's port (default 10)
+#   TOOL_TIMEOUT         seconds any one tool may run (default 60)
+#   KEEP_TMP=1           keep the temp dir (broker data + log + tool output) for inspection
+#
+# Prints PASS:/FAIL: lines and finally "cli: N passed, M failed"; exits 1 if anything failed.
+set -u
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+lib="$here/lib"
+kafka_version=4.4.0
+
+SLUICE_BIN="${SLUICE_BIN:-$repo/target/release/sluice}"
+case "$SLUICE_BIN" in /*) ;; *) SLUICE_BIN="$PWD/$SLUICE_BIN" ;; esac
+start_timeout="${SLUICE_START_TIMEOUT:-10}"
+tool_timeout="${TOOL_TIMEOUT:-60}"
+
+passed=0
+failed=0
+pid=""
+tmp=""
+
+pass() { echo "PASS: $1"; passed=$((passed + 1)); }
+fail() {
+    echo "FAIL: $1"
+    failed=$((failed + 1))
+    # Optional: files whose contents explain the failure.
+    shift
+    for f in "$@"; do
+        [ -s "$f" ] || continue
+        echo "  --- $(basename "$f") ---"
+        head -n 30 "$f" | sed 's/^/  | /'
+    done
+}
+finish() {
+    echo "cli: ${passed} passed, ${failed} failed"
+    [ "$failed" -eq 0 ]
+    exit $?
+}
+
+stop_broker() {
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null
+        for _ in $(seq 1 200); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            echo "note: sluice (pid $pid) ignored SIGTERM for 20 s; sending SIGKILL" >&2
+            kill -KILL "$pid" 2>/dev/null
+        fi
+        wait "$pid" 2>/dev/null
+    fi
+    pid=""
+}
+cleanup() {
+    stop_broker
+    if [ -n "$tmp" ] && [ -d "$tmp" ]; then
+        if [ -n "${KEEP_TMP:-}" ]; then
+            echo "note: kept $tmp" >&2
+        else
+            rm -rf "$tmp"
+        fi
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ------------------------------------------------------------------ Kafka tool classes
+# Fetched once into ./lib (kafka-tools + its runtime dependencies); refetched when pom.xml changes.
+stamp="$(sha256sum "$here/pom.xml" | cut -d' ' -f1)"
+if [ ! -f "$lib/kafka-tools-$kafka_version.jar" ] || [ "$(cat "$lib/.pom-sha256" 2>/dev/null)" != "$stamp" ]; then
+    echo "fetching kafka-tools $kafka_version and dependencies into $lib ..."
+    rm -rf "$lib"
+    if ! mvn -q -B -ntp -f "$here/pom.xml" dependency:copy-dependencies; then
+        fail "resolve org.apache.kafka:kafka-tools:$kafka_version with mvn"
+        finish
+    fi
+    echo "$stamp" > "$lib/.pom-sha256"
+fi
+
+list_jar() {
+    if command -v unzip >/dev/null 2>&1; then unzip -Z1 "$1"; else jar tf "$1"; fi
+}
+jar_listing="$(list_jar "$lib/kafka-tools-$kafka_version.jar")"
+for cls in org/apache/kafka/tools/TopicCommand.class \
+           org/apache/kafka/tools/ConsoleProducer.class \
+           org/apache/kafka/tools/consumer/ConsoleConsumer.class \
+           org/apache/kafka/tools/GetOffsetShell.class; do
+    if ! grep -qx "$cls" <<<"$jar_listing"; then
+        fail "kafka-tools-$kafka_version.jar has no $cls (the tests need updating for this version)"
+        finish
+    fi
+done
+
+# Runs one Kafka tool class with a time limit. stdout/stderr go where the caller redirects them.
+tool() {
+    local cls="$1"
+    shift
+    timeout --kill-after=10 "$tool_timeout" \
+        java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+            -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -Dorg.slf4j.simpleLogger.logFile=System.err \
+            -cp "$lib/*" "$cls" "$@"
+}
+TOPIC_CMD=org.apache.kafka.tools.TopicCommand
+PRODUCER=org.apache.kafka.tools.ConsoleProducer
+CONSUMER=org.apache.kafka.tools.consumer.ConsoleConsumer
+OFFSETS=org.apache.kafka.tools.GetOffsetShell
+
+# ------------------------------------------------------------------ broker
+if [ ! -x "$SLUICE_BIN" ]; then
+    fail "sluice binary not found or not executable: $SLUICE_BIN (build it, or set SLUICE_BIN)"
+    finish
+fi
+
+free_port() {
+    if command -v python3 >/dev/null 2>&1; then
+        python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+        return
+    fi
+    local p
+    while :; do
+        p=$((20000 + RANDOM % 40000))
+        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+    done
+}
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/sluice-cli-compat.XXXXXX")"
+port="$(free_port)"
+bootstrap="127.0.0.1:$port"
+log="$tmp/sluice.log"
+"$SLUICE_BIN" serve --listen "$bootstrap" --advertise "$bootstrap" --data-dir "$tmp/data" --node-id 1 \
+    </dev/null >"$log" 2>&1 &
+pid=$!
+
+ready=0
+for _ in $(seq 1 $((start_timeout * 10))); do
+    if ! kill -0 "$pid" 2>/dev/null; then break; fi
+    if port_open "$port"; then ready=1; break; fi
+    sleep 0.1
+done
+if [ "$ready" -ne 1 ]; then
+    if kill -0 "$pid" 2>/dev/null; then
+        fail "sluice did not accept connections on $bootstrap within ${start_timeout}s" "$log"
+    else
+        wait "$pid"; rc=$?
+        pid=""
+        fail "sluice exited (code $rc) before accepting connections on $bootstrap" "$log"
+    fi
+    finish
+fi
+echo "sluice pid $pid listening on $bootstrap (log: $log)"
+
+out="$tmp/out"
+err="$tmp/err"
+topic="cli-compat"
+
+# ------------------------------------------------------------------ TopicCommand
+if tool "$TOPIC_CMD" --bootstrap-server "$bootstrap" --create --topic "$topic" --partitions 2 \
+        --replication-factor 1 --config retention.ms=3600000 >"$out" 2>"$err" \
+    && grep -qx "Created topic $topic." "$out"; then
+    pass "TopicCommand --create $topic (2 partitions)"
+else
+    fail "TopicCommand --create $topic (2 partitions)" "$out" "$err"
+fi
+
+if tool "$TOPIC_CMD" --bootstrap-server "$bootstrap" --list >"$out" 2>"$err" && grep -qx "$topic" "$out"; then
+    pass "TopicCommand --list shows $topic"
+else
+    fail "TopicCommand --list shows $topic" "$out" "$err"
+fi
+
+# Expected shape:
+#   Topic: cli-compat<TAB>TopicId: ...<TAB>PartitionCount: 2<TAB>ReplicationFactor: 1<TAB>Configs: ...retention.ms=3600000...
+#   <TAB>Topic: cli-compat<TAB>Partition: 0<TAB>Leader: 1<TAB>Replicas: 1<TAB>Isr: 1 ...
+describe_ok() {
+    local want_partitions="$1"
+    tool "$TOPIC_CMD" --bootstrap-server "$bootstrap" --describe --topic "$topic" >"$out" 2>"$err" || return 1
+    local header
+    header="$(grep -E "^Topic: $topic[[:space:]]" "$out")" || return 1
+    grep -qE "(^|[[:space:]])PartitionCount: $want_partitions([[:space:]]|$)" <<<"$header" || return 1
+    grep -qE "(^|[[:space:]])ReplicationFactor: 1([[:space:]]|$)" <<<"$header" || return 1
+    grep -qE "Configs: .*retention\.ms=3600000" <<<"$header" || return 1
+    local p
+    for p in $(seq 0 $((want_partitions - 1))); do
+        grep -qE "Topic: $topic[[:space:]]+Partition: $p[[:space:]]+Leader: 1[[:space:]]+Replicas: 1[[:space:]]+Isr: 1([[:space:]]|$)" "$out" \
+            || return 1
+    done
+    [ "$(grep -cE "Topic: $topic[[:space:]]+Partition: " "$out")" -eq "$want_partitions" ]
+}
+if describe_ok 2; then
+    pass "TopicCommand --describe: PartitionCount 2, leader 1, retention.ms=3600000"
+else
+    fail "TopicCommand --describe: PartitionCount 2, leader 1, retention.ms=3600000" "$out" "$err"
+fi
+
+# ------------------------------------------------------------------ ConsoleProducer
+# Unkeyed lines: the client's sticky partitioner puts them on partition 0 or 1 (usually all on one),
+# so GetOffsetShell says where they went and each partition is read back on its own below.
+sent="$tmp/sent"
+for i in $(seq 1 10); do echo "cli-line-$i $(date +%s%N)"; done >"$sent"
+# (--reader-property is the 4.x name of the deprecated --property option.)
+if tool "$PRODUCER" --bootstrap-server "$bootstrap" --topic "$topic" --reader-property parse.key=false \
+        <"$sent" >"$out" 2>"$err" \
+    && ! grep -qE "ERROR|Exception" "$out" "$err"; then
+    pass "ConsoleProducer sent 10 lines without reporting an error"
+else
+    fail "ConsoleProducer sent 10 lines without reporting an error" "$out" "$err"
+fi
+
+# ------------------------------------------------------------------ GetOffsetShell (ListOffsets)
+declare -A latest=()
+offsets_known=0
+if tool "$OFFSETS" --bootstrap-server "$bootstrap" --topic "$topic" --time -1 >"$out" 2>"$err"; then
+    while IFS=: read -r t p o; do
+        [ "$t" = "$topic" ] && latest[$p]="$o"
+    done <"$out"
+fi
+if [ "${#latest[@]}" -eq 2 ] && [[ "${latest[0]:-}" =~ ^[0-9]+$ ]] && [[ "${latest[1]:-}" =~ ^[0-9]+$ ]] \
+    && [ $((latest[0] + latest[1])) -eq 10 ]; then
+    offsets_known=1
+    pass "GetOffsetShell --time -1: partition 0 -> ${latest[0]}, partition 1 -> ${latest[1]} (sum 10)"
+else
+    fail "GetOffsetShell --time -1: two partitions whose latest offsets sum to 10" "$out" "$err"
+fi
+
+if tool "$OFFSETS" --bootstrap-server "$bootstrap" --topic "$topic" --time -2 >"$out" 2>"$err" \
+    && [ "$(grep -cxE "$topic:[01]:0" "$out")" -eq 2 ] && [ "$(grep -c . "$out")" -eq 2 ]; then
+    pass "GetOffsetShell --time -2: earliest offset 0 on both partitions"
+else
+    fail "GetOffsetShell --time -2: earliest offset 0 on both partitions" "$out" "$err"
+fi
+
+# ------------------------------------------------------------------ ConsoleConsumer (assign, no group)
+# --partition makes the console consumer use assign(): it never joins a consumer group (the tool
+# does put a random group.id in its config, with auto-commit off, but assign() does not use it).
+consumed_all="$tmp/consumed-all"
+: >"$consumed_all"
+for p in 0 1; do
+    got="$tmp/consumed-$p"
+    args=(--bootstrap-server "$bootstrap" --topic "$topic" --partition "$p" --offset earliest
+          --formatter-property print.partition=true --formatter-property print.offset=true)
+    if [ "$offsets_known" -eq 1 ] && [ "${latest[$p]}" -gt 0 ]; then
+        n="${latest[$p]}"
+        args+=(--max-messages "$n" --timeout-ms 20000)
+        what="ConsoleConsumer --partition $p --offset earliest --max-messages $n"
+    elif [ "$offsets_known" -eq 1 ]; then
+        n=0
+        args+=(--timeout-ms 3000)
+        what="ConsoleConsumer --partition $p --offset earliest on an empty partition"
+    else
+        n=""   # ListOffsets gave nothing usable: read whatever is there until 5 s pass without data
+        args+=(--timeout-ms 5000)
+        what="ConsoleConsumer --partition $p --offset earliest (count unknown)"
+    fi
+    if ! tool "$CONSUMER" "${args[@]}" >"$got" 2>"$err"; then
+        fail "$what (tool exited non-zero)" "$got" "$err"
+        continue
+    fi
+    count="$(grep -c '' "$got")"
+    [ -z "$n" ] && n="$count"
+    # Lines look like: Partition:P<TAB>Offset:O<TAB>value
+    expected_prefixes=""
+    if [ "$n" -gt 0 ]; then
+        expected_prefixes="$(for o in $(seq 0 $((n - 1))); do printf 'Partition:%s\tOffset:%s\n' "$p" "$o"; done)"
+    fi
+    actual_prefixes="$(cut -f1,2 "$got")"
+    if [ "$n" -gt 0 ]; then expect="$n records at offsets 0..$((n - 1))"; else expect="no records"; fi
+    if [ "$count" -eq "$n" ] && [ "$actual_prefixes" = "$expected_prefixes" ]; then
+        pass "$what: $expect"
+    else
+        fail "$what: expected $expect, got $count record(s)" "$got" "$err"
+    fi
+    cut -f3- "$got" >"$tmp/values-$p"
+    cat "$tmp/values-$p" >>"$consumed_all"
+    # Within a partition the lines must keep the order they were sent in.
+    if [ "$count" -gt 0 ]; then
+        if grep -Fxf "$tmp/values-$p" "$sent" | cmp -s - "$tmp/values-$p"; then
+            pass "partition $p keeps the send order"
+        else
+            fail "partition $p keeps the send order" "$tmp/values-$p" "$sent"
+        fi
+    fi
+done
+
+if [ "$(sort "$consumed_all")" = "$(sort "$sent")" ]; then
+    pass "consumed lines (both partitions) equal the 10 sent lines"
+else
+    sort "$consumed_all" >"$tmp/consumed-sorted"; sort "$sent" >"$tmp/sent-sorted"
+    diff "$tmp/sent-sorted" "$tmp/consumed-sorted" >"$tmp/diff"
+    fail "consumed lines (both partitions) equal the 10 sent lines" "$tmp/diff"
+fi
+
+# ------------------------------------------------------------------ TopicCommand --alter / --delete
+if tool "$TOPIC_CMD" --bootstrap-server "$bootstrap" --alter --topic "$topic" --partitions 3 >"$out" 2>"$err" \
+    && describe_ok 3; then
+    pass "TopicCommand --alter --partitions 3, then --describe shows PartitionCount 3"
+else
+    fail "TopicCommand --alter --partitions 3, then --describe shows PartitionCount 3" "$out" "$err"
+fi
+
+if tool "$TOPIC_CMD" --bootstrap-server "$bootstrap" --delete --topic "$topic" >"$out" 2>"$err"; then
+    gone=0
+    for _ in $(seq 1 20); do
+        tool "$TOPIC_CMD" --bootstrap-server "$bootstrap" --list >"$out" 2>"$err" || break
+        if ! grep -qx "$topic" "$out"; then gone=1; break; fi
+        sleep 0.5
+    done
+    if [ "$gone" -eq 1 ]; then
+        pass "TopicCommand --delete, then --list no longer shows $topic"
+    else
+        fail "TopicCommand --delete, then --list no longer shows $topic" "$out" "$err"
+    fi
+else
+    fail "TopicCommand --delete $topic" "$out" "$err"
+fi
+
+# ------------------------------------------------------------------ broker still healthy
+if kill -0 "$pid" 2>/dev/null; then
+    pass "sluice still running after the tool runs"
+else
+    wait "$pid"; rc=$?
+    pid=""
+    fail "sluice still running after the tool runs (it exited with code $rc)" "$log"
+fi
+
+finish

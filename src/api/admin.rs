@@ -1,0 +1,132 @@
+//! CreateTopics, DeleteTopics and CreatePartitions.
+
+use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
+use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::*;
+
+use super::{sb, Ctx};
+use crate::broker::CreateRequest;
+use crate::error::{Error, Result};
+use crate::metadata::TopicRecord;
+
+fn created(ctx: &Ctx<'_>, r: CreatableTopicResult, rec: &TopicRecord, describe: Result<Vec<crate::broker::ConfigEntry>>) -> CreatableTopicResult {
+    let r = if ctx.version >= 7 { r.with_topic_id(rec.id) } else { r };
+    if ctx.version < 5 {
+        return r;
+    }
+    let r = r.with_num_partitions(rec.partitions).with_replication_factor(1);
+    match describe {
+        Ok(entries) => r.with_configs(Some(
+            entries
+                .into_iter()
+                .map(|e| {
+                    CreatableTopicConfigs::default()
+                        .with_name(sb(e.name))
+                        .with_value(e.value.map(sb))
+                        .with_read_only(e.read_only)
+                        .with_config_source(e.source as i8)
+                        .with_is_sensitive(false)
+                })
+                .collect(),
+        )),
+        Err(e) => r.with_topic_config_error_code(e.code()),
+    }
+}
+
+pub async fn create_topics(ctx: &Ctx<'_>, req: CreateTopicsRequest) -> CreateTopicsResponse {
+    let broker = ctx.broker;
+    let mut seen = std::collections::HashSet::new();
+    let duplicates: std::collections::HashSet<String> =
+        req.topics.iter().map(|t| t.name.0.to_string()).filter(|n| !seen.insert(n.clone())).collect();
+    let topics = req
+        .topics
+        .into_iter()
+        .map(|t| {
+            let name = t.name.0.to_string();
+            let r = CreatableTopicResult::default().with_name(t.name.clone());
+            let configs = t.configs.iter().filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string()))).collect();
+            let cr = CreateRequest {
+                name: name.clone(),
+                partitions: t.num_partitions,
+                replication_factor: t.replication_factor,
+                assignments: t.assignments.iter().map(|a| (a.partition_index, a.broker_ids.iter().map(|b| b.0).collect())).collect(),
+                configs,
+            };
+            let result = if duplicates.contains(&name) {
+                Err(Error::InvalidRequest(format!("topic '{name}' appears more than once in the request")))
+            } else if req.validate_only {
+                broker.validate_create(&cr)
+            } else {
+                broker.create_topic(&cr).map(|t| t.record.clone())
+            };
+            match result {
+                Ok(rec) => {
+                    let describe = if req.validate_only {
+                        Ok(Vec::new())
+                    } else {
+                        broker.describe_topic_configs(&name, None)
+                    };
+                    created(ctx, r, &rec, describe)
+                }
+                Err(e) => {
+                    let r = r.with_error_code(e.code()).with_error_message(Some(sb(e.message())));
+                    if ctx.version >= 5 { r.with_num_partitions(-1).with_replication_factor(-1).with_configs(None) } else { r }
+                }
+            }
+        })
+        .collect();
+    CreateTopicsResponse::default().with_topics(topics)
+}
+
+pub async fn delete_topics(ctx: &Ctx<'_>, req: DeleteTopicsRequest) -> DeleteTopicsResponse {
+    let broker = ctx.broker;
+    // v6 names topics by name or id; older versions by name only.
+    let wanted: Vec<(Option<String>, uuid::Uuid)> = if ctx.version >= 6 {
+        req.topics.iter().map(|t| (t.name.as_ref().map(|n| n.0.to_string()), t.topic_id)).collect()
+    } else {
+        req.topic_names.iter().map(|n| (Some(n.0.to_string()), uuid::Uuid::nil())).collect()
+    };
+    let responses = wanted
+        .into_iter()
+        .map(|(name, id)| {
+            let resolved = match &name {
+                Some(n) => Ok(n.clone()),
+                None => broker.topic_by_id(id).map(|t| t.record.name.clone()).ok_or(Error::UnknownTopicId),
+            };
+            let result = resolved.clone().and_then(|n| broker.delete_topic(&n));
+            let r = DeletableTopicResult::default().with_name(resolved.ok().or(name).map(|n| sb(n).into()));
+            let r = match &result {
+                Ok(id) if ctx.version >= 6 => r.with_topic_id(*id),
+                _ if ctx.version >= 6 => r.with_topic_id(id),
+                _ => r,
+            };
+            match result {
+                Ok(_) => r,
+                Err(e) => {
+                    let r = r.with_error_code(e.code());
+                    if ctx.version >= 5 { r.with_error_message(Some(sb(e.message()))) } else { r }
+                }
+            }
+        })
+        .collect();
+    DeleteTopicsResponse::default().with_responses(responses)
+}
+
+pub async fn create_partitions(ctx: &Ctx<'_>, req: CreatePartitionsRequest) -> CreatePartitionsResponse {
+    let results = req
+        .topics
+        .into_iter()
+        .map(|t| {
+            let assignments: Option<Vec<Vec<i32>>> =
+                t.assignments.as_ref().map(|a| a.iter().map(|x| x.broker_ids.iter().map(|b| b.0).collect()).collect());
+            let result = ctx.broker.create_partitions(&t.name.0, t.count, assignments.as_deref(), req.validate_only);
+            let r = CreatePartitionsTopicResult::default().with_name(t.name);
+            match result {
+                Ok(()) => r,
+                Err(e) => r.with_error_code(e.code()).with_error_message(Some(sb(e.message()))),
+            }
+        })
+        .collect();
+    CreatePartitionsResponse::default().with_results(results)
+}

@@ -1,0 +1,33 @@
+//! ApiVersions: the list is built from the handler table, so nothing unbuilt is advertised.
+
+use bytes::{BufMut, BytesMut};
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::protocol::Encodable;
+
+use super::{Ctx, SUPPORTED};
+
+const UNSUPPORTED_VERSION: i16 = 35;
+
+fn api_list() -> Vec<ApiVersion> {
+    SUPPORTED
+        .iter()
+        .map(|&(k, min, max)| ApiVersion::default().with_api_key(k as i16).with_min_version(min).with_max_version(max))
+        .collect()
+}
+
+pub async fn handle(_ctx: &Ctx<'_>, _req: ApiVersionsRequest) -> ApiVersionsResponse {
+    ApiVersionsResponse::default().with_error_code(0).with_api_keys(api_list())
+}
+
+/// A complete v0 response frame with UNSUPPORTED_VERSION, for a version we don't know.
+pub fn unsupported_version_frame(correlation_id: i32) -> BytesMut {
+    let body = ApiVersionsResponse::default().with_error_code(UNSUPPORTED_VERSION).with_api_keys(api_list());
+    let mut out = BytesMut::new();
+    out.put_i32(0);
+    out.put_i32(correlation_id);
+    body.encode(&mut out, 0).expect("v0 ApiVersions always encodes");
+    let len = (out.len() - 4) as i32;
+    out[0..4].copy_from_slice(&len.to_be_bytes());
+    out
+}

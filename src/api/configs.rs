@@ -1,0 +1,128 @@
+//! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and the broker.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym};
+use kafka_protocol::messages::*;
+
+use super::{sb, Ctx};
+use crate::broker::ConfigEntry;
+use crate::error::{Error, Result};
+
+const TOPIC: i8 = 2;
+const BROKER: i8 = 4;
+
+fn resource_kind(t: i8) -> Result<bool> {
+    match t {
+        TOPIC => Ok(true),
+        BROKER => Ok(false),
+        other => Err(Error::InvalidRequest(format!("resource type {other} is not supported"))),
+    }
+}
+
+fn entry(e: ConfigEntry, synonyms: bool, docs: bool, version: i16) -> DescribeConfigsResourceResult {
+    let r = DescribeConfigsResourceResult::default()
+        .with_name(sb(e.name))
+        .with_value(e.value.map(sb))
+        .with_read_only(e.read_only)
+        .with_config_source(e.source as i8)
+        .with_is_sensitive(false);
+    let r = if synonyms {
+        r.with_synonyms(
+            e.synonyms
+                .into_iter()
+                .map(|(n, v, s)| DescribeConfigsSynonym::default().with_name(sb(n)).with_value(Some(sb(v))).with_source(s as i8))
+                .collect(),
+        )
+    } else {
+        r
+    };
+    if version >= 3 {
+        r.with_config_type(e.kind as i8).with_documentation(docs.then(|| sb(e.doc)))
+    } else {
+        r
+    }
+}
+
+pub async fn describe_configs(ctx: &Ctx<'_>, req: DescribeConfigsRequest) -> DescribeConfigsResponse {
+    let results = req
+        .resources
+        .into_iter()
+        .map(|res| {
+            let keys: Option<Vec<String>> = res.configuration_keys.map(|k| k.iter().map(|s| s.to_string()).collect());
+            let name = res.resource_name.to_string();
+            let found = resource_kind(res.resource_type).and_then(|is_topic| {
+                if is_topic {
+                    ctx.broker.describe_topic_configs(&name, keys.as_deref())
+                } else {
+                    ctx.broker.describe_broker_configs(&name, keys.as_deref())
+                }
+            });
+            let r = DescribeConfigsResult::default().with_resource_type(res.resource_type).with_resource_name(res.resource_name);
+            match found {
+                Ok(entries) => r.with_configs(
+                    entries
+                        .into_iter()
+                        .map(|e| entry(e, req.include_synonyms, req.include_documentation, ctx.version))
+                        .collect(),
+                ),
+                Err(e) => r.with_error_code(e.code()).with_error_message(Some(sb(e.message()))),
+            }
+        })
+        .collect();
+    DescribeConfigsResponse::default().with_results(results)
+}
+
+pub async fn alter_configs(ctx: &Ctx<'_>, req: AlterConfigsRequest) -> AlterConfigsResponse {
+    let responses = req
+        .resources
+        .into_iter()
+        .map(|res| {
+            let name = res.resource_name.to_string();
+            let result = resource_kind(res.resource_type).and_then(|is_topic| {
+                let mut set = BTreeMap::new();
+                for c in &res.configs {
+                    let v = c.value.as_ref().ok_or_else(|| Error::InvalidRequest(format!("null value for {}", &*c.name)))?;
+                    set.insert(c.name.to_string(), v.to_string());
+                }
+                ctx.broker.alter_configs(is_topic, &name, set, req.validate_only)
+            });
+            let r = alter_configs_response::AlterConfigsResourceResponse::default()
+                .with_resource_type(res.resource_type)
+                .with_resource_name(res.resource_name);
+            match result {
+                Ok(()) => r,
+                Err(e) => r.with_error_code(e.code()).with_error_message(Some(sb(e.message()))),
+            }
+        })
+        .collect();
+    AlterConfigsResponse::default().with_responses(responses)
+}
+
+pub async fn incremental_alter_configs(ctx: &Ctx<'_>, req: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse {
+    use crate::broker::AlterOp;
+    let responses = req
+        .resources
+        .into_iter()
+        .map(|res| {
+            let name = res.resource_name.to_string();
+            let result = resource_kind(res.resource_type).and_then(|is_topic| {
+                let mut ops = Vec::with_capacity(res.configs.len());
+                for c in &res.configs {
+                    let op = AlterOp::from_code(c.config_operation)
+                        .ok_or_else(|| Error::InvalidRequest(format!("unknown config operation {}", c.config_operation)))?;
+                    ops.push((c.name.to_string(), op, c.value.as_ref().map(|v| v.to_string())));
+                }
+                ctx.broker.incremental_alter_configs(is_topic, &name, &ops, req.validate_only)
+            });
+            let r = incremental_alter_configs_response::AlterConfigsResourceResponse::default()
+                .with_resource_type(res.resource_type)
+                .with_resource_name(res.resource_name);
+            match result {
+                Ok(()) => r,
+                Err(e) => r.with_error_code(e.code()).with_error_message(Some(sb(e.message()))),
+            }
+        })
+        .collect();
+    IncrementalAlterConfigsResponse::default().with_responses(responses)
+}

@@ -1,0 +1,39 @@
+//! ListOffsets: earliest, latest, by timestamp and max timestamp.
+
+use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::*;
+
+use super::Ctx;
+use crate::error::Error;
+
+pub async fn handle(ctx: &Ctx<'_>, req: ListOffsetsRequest) -> ListOffsetsResponse {
+    let broker = ctx.broker;
+    let topics = req
+        .topics
+        .into_iter()
+        .map(|lt| {
+            let topic = broker.topic(&lt.name.0);
+            let partitions = lt
+                .partitions
+                .into_iter()
+                .map(|lp| {
+                    let r = ListOffsetsPartitionResponse::default().with_partition_index(lp.partition_index);
+                    let result = topic
+                        .as_ref()
+                        .and_then(|t| t.partitions.get(lp.partition_index as usize).filter(|_| lp.partition_index >= 0))
+                        .ok_or(Error::UnknownTopicOrPartition)
+                        .and_then(|p| p.list_offset(lp.timestamp, lp.current_leader_epoch));
+                    match result {
+                        Ok((ts, offset, epoch)) => {
+                            let r = r.with_timestamp(ts).with_offset(offset);
+                            if ctx.version >= 4 { r.with_leader_epoch(epoch) } else { r }
+                        }
+                        Err(e) => r.with_error_code(e.code()).with_timestamp(-1).with_offset(-1),
+                    }
+                })
+                .collect();
+            ListOffsetsTopicResponse::default().with_name(lt.name).with_partitions(partitions)
+        })
+        .collect();
+    ListOffsetsResponse::default().with_topics(topics)
+}

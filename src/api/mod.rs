@@ -1,0 +1,128 @@
+//! Request dispatch: header parsing, version checks, decoding, and the table of
+//! handlers from which ApiVersions is built.
+
+mod admin;
+mod api_versions;
+mod configs;
+mod coordinator;
+mod fetch;
+mod list_offsets;
+mod metadata;
+mod produce;
+
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Decodable, Encodable};
+
+use crate::broker::Broker;
+
+/// Why a connection has to close instead of answering.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnError {
+    #[error("malformed request: {0}")]
+    Malformed(String),
+    #[error("unsupported api key {key} version {version}")]
+    Unsupported { key: i16, version: i16 },
+    #[error("could not encode the response: {0}")]
+    Encode(String),
+}
+
+/// What every handler gets besides its request.
+pub struct Ctx<'a> {
+    pub broker: &'a Arc<Broker>,
+    pub version: i16,
+}
+
+macro_rules! apis {
+    ($( $key:ident : $req:ty => $handler:path [$min:literal, $max:literal] $mode:ident; )*) => {
+        /// Every API this broker serves, with the versions it fully honours.
+        pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[ $( (ApiKey::$key, $min, $max), )* ];
+
+        async fn dispatch(ctx: &Ctx<'_>, key: ApiKey, buf: &mut Bytes) -> Result<Option<(BytesMut, i16)>, ConnError> {
+            let version = ctx.version;
+            match key {
+                $( ApiKey::$key => {
+                    let req = <$req>::decode(buf, version).map_err(|e| ConnError::Malformed(format!("{key:?} v{version}: {e}")))?;
+                    let resp = apis!(@call $mode $handler, ctx, req);
+                    match resp {
+                        None => Ok(None),
+                        Some(r) => {
+                            let mut out = BytesMut::new();
+                            r.encode(&mut out, version).map_err(|e| ConnError::Encode(format!("{key:?} v{version}: {e}")))?;
+                            Ok(Some((out, key.response_header_version(version))))
+                        }
+                    }
+                } )*
+                _ => Err(ConnError::Unsupported { key: key as i16, version }),
+            }
+        }
+    };
+    (@call always $handler:path, $ctx:expr, $req:expr) => { Some($handler($ctx, $req).await) };
+    (@call maybe $handler:path, $ctx:expr, $req:expr) => { $handler($ctx, $req).await };
+}
+
+apis! {
+    Produce: ProduceRequest => produce::handle [3, 13] maybe;
+    Fetch: FetchRequest => fetch::handle [4, 18] always;
+    ListOffsets: ListOffsetsRequest => list_offsets::handle [1, 10] always;
+    Metadata: MetadataRequest => metadata::handle [0, 13] always;
+    FindCoordinator: FindCoordinatorRequest => coordinator::find_coordinator [0, 6] always;
+    ApiVersions: ApiVersionsRequest => api_versions::handle [0, 4] always;
+    CreateTopics: CreateTopicsRequest => admin::create_topics [2, 7] always;
+    DeleteTopics: DeleteTopicsRequest => admin::delete_topics [1, 6] always;
+    InitProducerId: InitProducerIdRequest => coordinator::init_producer_id [0, 5] always;
+    DescribeConfigs: DescribeConfigsRequest => configs::describe_configs [1, 4] always;
+    AlterConfigs: AlterConfigsRequest => configs::alter_configs [0, 2] always;
+    CreatePartitions: CreatePartitionsRequest => admin::create_partitions [0, 3] always;
+    IncrementalAlterConfigs: IncrementalAlterConfigsRequest => configs::incremental_alter_configs [0, 1] always;
+    DescribeCluster: DescribeClusterRequest => metadata::describe_cluster [0, 2] always;
+}
+
+/// The versions of `key` this broker serves.
+pub fn supported(key: i16) -> Option<(i16, i16)> {
+    SUPPORTED.iter().find(|(k, _, _)| *k as i16 == key).map(|&(_, a, b)| (a, b))
+}
+
+/// Handles one request frame (without its length prefix). Returns the response frame
+/// (with its length prefix), or None when the request wants no answer (acks=0).
+pub async fn handle(broker: &Arc<Broker>, mut frame: Bytes) -> Result<Option<BytesMut>, ConnError> {
+    // The crate's header decoder panics on short input, so the fixed part is read here.
+    if frame.len() < 8 {
+        return Err(ConnError::Malformed(format!("request of {} bytes has no room for a header", frame.len())));
+    }
+    let key = i16::from_be_bytes([frame[0], frame[1]]);
+    let version = i16::from_be_bytes([frame[2], frame[3]]);
+    let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+    let Some((min, max)) = supported(key) else {
+        return Err(ConnError::Unsupported { key, version });
+    };
+    if version < min || version > max {
+        if key == ApiKey::ApiVersions as i16 {
+            // Answer in v0 so any client can read which versions exist.
+            return Ok(Some(api_versions::unsupported_version_frame(correlation_id)));
+        }
+        return Err(ConnError::Unsupported { key, version });
+    }
+    let api = ApiKey::try_from(key).map_err(|_| ConnError::Unsupported { key, version })?;
+    let header_version = api.request_header_version(version);
+    RequestHeader::decode(&mut frame, header_version).map_err(|e| ConnError::Malformed(format!("header: {e}")))?;
+    let ctx = Ctx { broker, version };
+    let Some((body, resp_header_version)) = dispatch(&ctx, api, &mut frame).await? else {
+        return Ok(None);
+    };
+    let mut out = BytesMut::with_capacity(body.len() + 16);
+    out.put_i32(0);
+    let header = ResponseHeader::default().with_correlation_id(correlation_id);
+    header.encode(&mut out, resp_header_version).map_err(|e| ConnError::Encode(e.to_string()))?;
+    out.extend_from_slice(&body);
+    let len = (out.len() - 4) as i32;
+    out[0..4].copy_from_slice(&len.to_be_bytes());
+    Ok(Some(out))
+}
+
+/// Kafka's string type in the crate, from a Rust string.
+pub(crate) fn sb(s: impl Into<String>) -> kafka_protocol::protocol::StrBytes {
+    kafka_protocol::protocol::StrBytes::from_string(s.into())
+}

@@ -1,0 +1,65 @@
+//! Produce: validate each partition's batch, append it, and answer per partition.
+
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::*;
+
+use super::{sb, Ctx};
+use crate::broker::now_ms;
+use crate::error::Error;
+
+pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceResponse> {
+    let broker = ctx.broker;
+    let acks = req.acks;
+    let now = now_ms();
+    let mut appended = false;
+    let mut responses = Vec::with_capacity(req.topic_data.len());
+    for td in req.topic_data {
+        let topic = if ctx.version >= 13 {
+            broker.topic_by_id(td.topic_id).ok_or(Error::UnknownTopicId)
+        } else {
+            broker.auto_create(&td.name.0)
+        };
+        let partition_responses = td
+            .partition_data
+            .into_iter()
+            .map(|pd| {
+                let result = if !matches!(acks, -1 | 0 | 1) {
+                    Err(Error::InvalidRequiredAcks(acks))
+                } else {
+                    topic.as_ref().map_err(Clone::clone).and_then(|t| {
+                        let p = t.partitions.get(pd.index as usize).filter(|_| pd.index >= 0).ok_or(Error::UnknownTopicOrPartition)?;
+                        let records = pd.records.as_deref().unwrap_or(&[]);
+                        p.append(records, acks, now)
+                    })
+                };
+                let r = PartitionProduceResponse::default().with_index(pd.index);
+                match result {
+                    Ok(info) => {
+                        appended = true;
+                        r.with_base_offset(info.base_offset)
+                            .with_log_append_time_ms(info.log_append_time)
+                            .with_log_start_offset(info.log_start_offset)
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "produce refused");
+                        let r = r.with_error_code(e.code()).with_base_offset(-1).with_log_append_time_ms(-1).with_log_start_offset(-1);
+                        if ctx.version >= 8 { r.with_error_message(Some(sb(e.message()))) } else { r }
+                    }
+                }
+            })
+            .collect();
+        responses.push(
+            TopicProduceResponse::default()
+                .with_name(td.name)
+                .with_topic_id(td.topic_id)
+                .with_partition_responses(partition_responses),
+        );
+    }
+    if appended {
+        broker.appended.notify_waiters();
+    }
+    if acks == 0 {
+        return None;
+    }
+    Some(ProduceResponse::default().with_responses(responses))
+}

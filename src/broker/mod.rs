@@ -1,0 +1,172 @@
+//! The broker's shared state: configuration, metadata, and the partitions it hosts.
+
+mod configs;
+mod topics;
+
+pub use configs::{AlterOp, ConfigEntry};
+pub use topics::CreateRequest;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::Notify;
+use uuid::Uuid;
+
+use crate::config::BrokerConfig;
+use crate::metadata::{Store, TopicRecord};
+use crate::partition::Partition;
+use crate::txn::pid::ProducerIdManager;
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// A topic and its open partitions.
+pub struct Topic {
+    pub record: TopicRecord,
+    pub partitions: Vec<Arc<Partition>>,
+}
+
+/// How this broker is reached and identified.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub node_id: i32,
+    pub host: String,
+    pub port: i32,
+    pub data_dir: PathBuf,
+}
+
+/// Everything the request handlers share.
+pub struct Broker {
+    pub identity: Identity,
+    pub cluster_id: String,
+    config: RwLock<BrokerConfig>,
+    store: Mutex<Store>,
+    topics: RwLock<HashMap<String, Arc<Topic>>>,
+    /// Woken on every append, so long-polling fetches return without polling.
+    pub appended: Notify,
+    pub producer_ids: ProducerIdManager,
+}
+
+/// Marker file written by a clean shutdown: its absence means the logs need recovery.
+const CLEAN_SHUTDOWN: &str = ".clean-shutdown";
+
+impl Broker {
+    /// Opens the data directory: metadata, then every partition's log.
+    pub fn open(identity: Identity, mut config: BrokerConfig) -> anyhow::Result<Arc<Broker>> {
+        let dir = identity.data_dir.clone();
+        std::fs::create_dir_all(&dir)?;
+        let store = Store::open(&dir)?;
+        config.dynamic_set = store.image.broker_configs.clone();
+        let marker = dir.join(CLEAN_SHUTDOWN);
+        let clean = marker.exists();
+        let broker = Broker {
+            identity,
+            cluster_id: store.image.cluster_id.clone(),
+            config: RwLock::new(config),
+            topics: RwLock::new(HashMap::new()),
+            appended: Notify::new(),
+            producer_ids: ProducerIdManager::open(dir.join("producer-ids"))?,
+            store: Mutex::new(store),
+        };
+        let records: Vec<TopicRecord> = broker.store.lock().image.topics.values().cloned().collect();
+        for rec in records {
+            let topic = broker.open_topic(rec, clean)?;
+            broker.topics.write().insert(topic.record.name.clone(), Arc::new(topic));
+        }
+        if clean {
+            std::fs::remove_file(&marker)?;
+        } else {
+            tracing::info!("no clean-shutdown marker: recovered the active segment of every partition");
+        }
+        Ok(Arc::new(broker))
+    }
+
+    fn partition_dir(&self, topic: &str, index: i32) -> PathBuf {
+        self.identity.data_dir.join(format!("{topic}-{index}"))
+    }
+
+    /// The current broker config (a copy, so no lock is held by the caller).
+    pub fn config(&self) -> BrokerConfig {
+        self.config.read().clone()
+    }
+
+    /// A topic by name.
+    pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
+        self.topics.read().get(name).cloned()
+    }
+
+    /// A topic by id.
+    pub fn topic_by_id(&self, id: Uuid) -> Option<Arc<Topic>> {
+        self.topics.read().values().find(|t| t.record.id == id).cloned()
+    }
+
+    /// Every topic, sorted by name.
+    pub fn all_topics(&self) -> Vec<Arc<Topic>> {
+        let mut v: Vec<_> = self.topics.read().values().cloned().collect();
+        v.sort_by(|a, b| a.record.name.cmp(&b.record.name));
+        v
+    }
+
+    /// A partition by topic name and index.
+    pub fn partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
+        self.topic(topic)?.partitions.get(usize::try_from(index).ok()?).cloned()
+    }
+
+    /// Periodic work: flush by `flush.ms`, retention, producer-state snapshots.
+    pub async fn run_background(self: Arc<Self>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
+        let mut last_retention = now_ms();
+        let mut last_snapshot = now_ms();
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = shutdown.changed() => return,
+            }
+            let now = now_ms();
+            let retention_due = now - last_retention >= self.config().get_i64("log.retention.check.interval.ms");
+            let snapshot_due = now - last_snapshot >= 30_000;
+            for topic in self.all_topics() {
+                for p in &topic.partitions {
+                    let r = p.with_state(|s| {
+                        s.log.maybe_flush_by_time(now)?;
+                        if retention_due {
+                            let n = s.log.apply_retention(now)?;
+                            if n > 0 {
+                                tracing::info!(topic = %p.topic, partition = p.index, segments = n, start = s.log.log_start_offset(), "retention deleted segments");
+                            }
+                        }
+                        Ok::<_, crate::error::Error>(())
+                    });
+                    if let Err(e) = r.and_then(|_| if snapshot_due { p.snapshot_producers() } else { Ok(()) }) {
+                        tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "background log work failed");
+                    }
+                }
+            }
+            if retention_due {
+                last_retention = now;
+            }
+            if snapshot_due {
+                last_snapshot = now;
+            }
+        }
+    }
+
+    /// Flushes everything to disk and leaves the marker that says the logs are whole.
+    pub fn shutdown(&self) -> anyhow::Result<()> {
+        let now = now_ms();
+        for topic in self.all_topics() {
+            for p in &topic.partitions {
+                p.snapshot_producers()?;
+                p.with_state(|s| s.log.flush(now))?;
+            }
+        }
+        std::fs::write(self.identity.data_dir.join(CLEAN_SHUTDOWN), b"")?;
+        Ok(())
+    }
+}

@@ -1,0 +1,309 @@
+//! Broker and topic configuration, keyed by Kafka's own property names.
+//!
+//! Every key Sluice knows is in [`KEYS`]. Topic keys name the broker key they fall
+//! back to, so DescribeConfigs can report sources and synonyms the way Kafka does.
+
+use std::collections::BTreeMap;
+
+/// The type of a config value, as DescribeConfigs reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigType {
+    Boolean = 1,
+    String = 2,
+    Int = 3,
+    Long = 5,
+    Double = 6,
+    List = 7,
+}
+
+/// One known configuration key.
+#[derive(Debug)]
+pub struct KeyDef {
+    pub name: &'static str,
+    pub default: Option<&'static str>,
+    pub kind: ConfigType,
+    /// For a topic key: the broker key that supplies its default.
+    pub broker_synonym: Option<&'static str>,
+    /// Is this a topic-level key?
+    pub topic: bool,
+    /// Can it be changed at run time (AlterConfigs on the broker)?
+    pub dynamic: bool,
+    pub doc: &'static str,
+}
+
+macro_rules! key {
+    ($name:literal, $default:expr, $kind:ident, broker, $dynamic:literal, $doc:literal) => {
+        KeyDef { name: $name, default: $default, kind: ConfigType::$kind, broker_synonym: None, topic: false, dynamic: $dynamic, doc: $doc }
+    };
+    ($name:literal, $kind:ident, topic($syn:literal), $doc:literal) => {
+        KeyDef { name: $name, default: None, kind: ConfigType::$kind, broker_synonym: Some($syn), topic: true, dynamic: true, doc: $doc }
+    };
+    ($name:literal, $default:expr, $kind:ident, topic, $doc:literal) => {
+        KeyDef { name: $name, default: $default, kind: ConfigType::$kind, broker_synonym: None, topic: true, dynamic: true, doc: $doc }
+    };
+}
+
+/// Every key Sluice accepts. Defaults are Kafka's.
+pub static KEYS: &[KeyDef] = &[
+    key!("node.id", Some("1"), Int, broker, false, "This broker's id."),
+    key!("broker.id", Some("1"), Int, broker, false, "Alias of node.id."),
+    key!("listeners", Some("PLAINTEXT://127.0.0.1:9092"), List, broker, false, "Where the broker listens."),
+    key!("advertised.listeners", None, List, broker, false, "The address clients are told to use."),
+    key!("log.dirs", Some("./data"), String, broker, false, "The data directory."),
+    key!("log.dir", Some("./data"), String, broker, false, "The data directory (log.dirs wins)."),
+    key!("num.partitions", Some("1"), Int, broker, false, "Partitions of an auto-created topic."),
+    key!("default.replication.factor", Some("1"), Int, broker, false, "Replication factor of an auto-created topic."),
+    key!("auto.create.topics.enable", Some("true"), Boolean, broker, false, "Create unknown topics on Metadata or Produce."),
+    key!("delete.topic.enable", Some("true"), Boolean, broker, false, "Allow DeleteTopics."),
+    key!("socket.request.max.bytes", Some("104857600"), Int, broker, false, "Largest request frame accepted."),
+    key!("message.max.bytes", Some("1048588"), Int, broker, true, "Largest record batch accepted."),
+    key!("log.segment.bytes", Some("1073741824"), Int, broker, true, "Segment size before a roll."),
+    key!("log.roll.ms", None, Long, broker, true, "Segment age before a roll (log.roll.hours if unset)."),
+    key!("log.roll.hours", Some("168"), Int, broker, false, "Segment age before a roll, in hours."),
+    key!("log.retention.ms", None, Long, broker, true, "Age after which segments are deleted (log.retention.minutes/hours if unset)."),
+    key!("log.retention.minutes", None, Int, broker, false, "Retention in minutes."),
+    key!("log.retention.hours", Some("168"), Int, broker, false, "Retention in hours."),
+    key!("log.retention.bytes", Some("-1"), Long, broker, true, "Size above which old segments are deleted."),
+    key!("log.retention.check.interval.ms", Some("300000"), Long, broker, false, "How often retention runs."),
+    key!("log.cleanup.policy", Some("delete"), List, broker, true, "delete, compact, or both."),
+    key!("log.index.interval.bytes", Some("4096"), Int, broker, true, "Bytes between offset index entries."),
+    key!("log.index.size.max.bytes", Some("10485760"), Int, broker, true, "Largest offset index."),
+    key!("log.message.timestamp.type", Some("CreateTime"), String, broker, true, "CreateTime or LogAppendTime."),
+    key!("log.message.timestamp.before.max.ms", Some("9223372036854775807"), Long, broker, true, "How far in the past a CreateTime may be."),
+    key!("log.message.timestamp.after.max.ms", Some("3600000"), Long, broker, true, "How far in the future a CreateTime may be."),
+    key!("log.flush.interval.messages", Some("9223372036854775807"), Long, broker, true, "Messages between fsyncs."),
+    key!("log.flush.interval.ms", None, Long, broker, true, "Milliseconds between fsyncs."),
+    key!("log.flush.scheduler.interval.ms", Some("9223372036854775807"), Long, broker, false, "How often the flusher checks."),
+    key!("log.cleaner.delete.retention.ms", Some("86400000"), Long, broker, true, "How long tombstones are kept."),
+    key!("log.cleaner.min.compaction.lag.ms", Some("0"), Long, broker, true, "Minimum age before compaction."),
+    key!("log.cleaner.max.compaction.lag.ms", Some("9223372036854775807"), Long, broker, true, "Maximum age before compaction."),
+    key!("log.cleaner.min.cleanable.ratio", Some("0.5"), Double, broker, true, "Dirty ratio that triggers compaction."),
+    key!("log.segment.delete.delay.ms", Some("60000"), Long, broker, true, "Delay before a deleted segment's files go."),
+    key!("log.preallocate", Some("false"), Boolean, broker, true, "Preallocate segment files."),
+    key!("compression.type", Some("producer"), String, broker, true, "Compression of stored batches."),
+    key!("min.insync.replicas", Some("1"), Int, broker, true, "ISR size needed for acks=all."),
+    key!("unclean.leader.election.enable", Some("false"), Boolean, broker, true, "Allow out-of-sync leaders."),
+    key!("offsets.topic.num.partitions", Some("50"), Int, broker, false, "Partitions of __consumer_offsets."),
+    key!("offsets.topic.replication.factor", Some("3"), Int, broker, false, "Replication factor of __consumer_offsets."),
+    key!("transaction.state.log.num.partitions", Some("50"), Int, broker, false, "Partitions of __transaction_state."),
+    key!("group.initial.rebalance.delay.ms", Some("3000"), Int, broker, false, "Delay of a new group's first rebalance."),
+    key!("cleanup.policy", List, topic("log.cleanup.policy"), "delete, compact, or both."),
+    key!("compression.type", String, topic("compression.type"), "Compression of stored batches."),
+    key!("delete.retention.ms", Long, topic("log.cleaner.delete.retention.ms"), "How long tombstones are kept."),
+    key!("file.delete.delay.ms", Long, topic("log.segment.delete.delay.ms"), "Delay before a deleted segment's files go."),
+    key!("flush.messages", Long, topic("log.flush.interval.messages"), "Messages between fsyncs."),
+    key!("flush.ms", Long, topic("log.flush.interval.ms"), "Milliseconds between fsyncs."),
+    key!("index.interval.bytes", Int, topic("log.index.interval.bytes"), "Bytes between offset index entries."),
+    key!("max.compaction.lag.ms", Long, topic("log.cleaner.max.compaction.lag.ms"), "Maximum age before compaction."),
+    key!("max.message.bytes", Int, topic("message.max.bytes"), "Largest record batch accepted."),
+    key!("message.timestamp.type", String, topic("log.message.timestamp.type"), "CreateTime or LogAppendTime."),
+    key!("message.timestamp.before.max.ms", Long, topic("log.message.timestamp.before.max.ms"), "How far in the past a CreateTime may be."),
+    key!("message.timestamp.after.max.ms", Long, topic("log.message.timestamp.after.max.ms"), "How far in the future a CreateTime may be."),
+    key!("min.cleanable.dirty.ratio", Double, topic("log.cleaner.min.cleanable.ratio"), "Dirty ratio that triggers compaction."),
+    key!("min.compaction.lag.ms", Long, topic("log.cleaner.min.compaction.lag.ms"), "Minimum age before compaction."),
+    key!("min.insync.replicas", Int, topic("min.insync.replicas"), "ISR size needed for acks=all."),
+    key!("preallocate", Boolean, topic("log.preallocate"), "Preallocate segment files."),
+    key!("retention.bytes", Long, topic("log.retention.bytes"), "Size above which old segments are deleted."),
+    key!("retention.ms", Long, topic("log.retention.ms"), "Age after which segments are deleted."),
+    key!("segment.bytes", Int, topic("log.segment.bytes"), "Segment size before a roll."),
+    key!("segment.index.bytes", Int, topic("log.index.size.max.bytes"), "Largest offset index."),
+    key!("segment.ms", Long, topic("log.roll.ms"), "Segment age before a roll."),
+    key!("unclean.leader.election.enable", Boolean, topic("unclean.leader.election.enable"), "Allow out-of-sync leaders."),
+];
+
+/// Looks up a broker-level key.
+pub fn broker_key(name: &str) -> Option<&'static KeyDef> {
+    KEYS.iter().find(|k| !k.topic && k.name == name)
+}
+
+/// Looks up a topic-level key.
+pub fn topic_key(name: &str) -> Option<&'static KeyDef> {
+    KEYS.iter().find(|k| k.topic && k.name == name)
+}
+
+/// Checks that `value` parses as the key's type (and is in range where Kafka checks).
+pub fn validate(def: &KeyDef, value: &str) -> Result<(), String> {
+    let bad = || format!("invalid value '{value}' for {}", def.name);
+    match def.kind {
+        ConfigType::Boolean => value.parse::<bool>().map(|_| ()).map_err(|_| bad()),
+        ConfigType::Int => value.trim().parse::<i32>().map(|_| ()).map_err(|_| bad()),
+        ConfigType::Long => value.trim().parse::<i64>().map(|_| ()).map_err(|_| bad()),
+        ConfigType::Double => value.trim().parse::<f64>().map(|_| ()).map_err(|_| bad()),
+        ConfigType::String | ConfigType::List => Ok(()),
+    }?;
+    match def.name {
+        "cleanup.policy" | "log.cleanup.policy" => {
+            for p in value.split(',').map(str::trim) {
+                if p != "delete" && p != "compact" {
+                    return Err(bad());
+                }
+            }
+        }
+        "message.timestamp.type" | "log.message.timestamp.type" => {
+            if value != "CreateTime" && value != "LogAppendTime" {
+                return Err(bad());
+            }
+        }
+        "compression.type" => {
+            if !["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"].contains(&value) {
+                return Err(bad());
+            }
+        }
+        "segment.bytes" | "log.segment.bytes" => {
+            if value.trim().parse::<i64>().unwrap_or(0) < 14 {
+                return Err(bad());
+            }
+        }
+        "min.insync.replicas" | "num.partitions" | "max.message.bytes" | "message.max.bytes" => {
+            if value.trim().parse::<i64>().unwrap_or(0) < if def.name.starts_with("m") { 0 } else { 1 } {
+                return Err(bad());
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Broker-level settings: what was set (file, flags or AlterConfigs) over Kafka's defaults.
+#[derive(Debug, Clone, Default)]
+pub struct BrokerConfig {
+    /// Keys set statically: config file and command line.
+    pub static_set: BTreeMap<String, String>,
+    /// Keys set at run time through AlterConfigs; these win over static ones.
+    pub dynamic_set: BTreeMap<String, String>,
+}
+
+/// Where a config value came from, with DescribeConfigs' numbering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    DynamicTopic = 1,
+    DynamicBroker = 2,
+    StaticBroker = 4,
+    Default = 5,
+}
+
+impl BrokerConfig {
+    /// Sets a static key, refusing unknown keys and bad values.
+    pub fn set_static(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let def = broker_key(key).ok_or_else(|| {
+            if topic_key(key).is_some() {
+                format!("'{key}' is a topic config; set its broker default instead (e.g. log.{key})")
+            } else {
+                format!("unknown config key '{key}'")
+            }
+        })?;
+        validate(def, value)?;
+        self.static_set.insert(key.to_string(), value.to_string());
+        Ok(())
+    }
+
+    /// A broker key's value and where it came from.
+    pub fn lookup(&self, key: &str) -> Option<(String, Source)> {
+        if let Some(v) = self.dynamic_set.get(key) {
+            return Some((v.clone(), Source::DynamicBroker));
+        }
+        if let Some(v) = self.static_set.get(key) {
+            return Some((v.clone(), Source::StaticBroker));
+        }
+        self.derived(key).map(|v| (v, Source::Default))
+    }
+
+    /// Kafka's defaults, some of which are computed from coarser keys.
+    fn derived(&self, key: &str) -> Option<String> {
+        let get = |k: &str| self.lookup(k).map(|(v, _)| v);
+        let num = |k: &str| get(k).and_then(|v| v.trim().parse::<i64>().ok());
+        match key {
+            "log.retention.ms" => num("log.retention.minutes")
+                .map(|m| m * 60_000)
+                .or_else(|| num("log.retention.hours").map(|h| h * 3_600_000))
+                .map(|v| v.to_string()),
+            "log.roll.ms" => num("log.roll.hours").map(|h| (h * 3_600_000).to_string()),
+            "advertised.listeners" => get("listeners"),
+            "log.dirs" => self.static_set.get("log.dir").cloned().or(Some("./data".into())),
+            _ => broker_key(key).and_then(|d| d.default.map(str::to_string)),
+        }
+    }
+
+    /// A broker key's value (or empty when it has none).
+    pub fn get(&self, key: &str) -> String {
+        self.lookup(key).map(|(v, _)| v).unwrap_or_default()
+    }
+
+    /// A numeric broker key; Kafka's default when unset or unparsable.
+    pub fn get_i64(&self, key: &str) -> i64 {
+        self.get(key).trim().parse().unwrap_or(i64::MAX)
+    }
+
+    /// A boolean broker key.
+    pub fn get_bool(&self, key: &str) -> bool {
+        self.get(key) == "true"
+    }
+}
+
+/// Parses a TOML config file into flat Kafka keys. Nested tables join with dots,
+/// so `[log] retention.ms = 1` and `"log.retention.ms" = 1` mean the same.
+pub fn parse_toml(text: &str) -> Result<Vec<(String, String)>, String> {
+    let table: toml::Table = text.parse().map_err(|e| format!("config file: {e}"))?;
+    let mut out = Vec::new();
+    flatten("", &toml::Value::Table(table), &mut out)?;
+    Ok(out)
+}
+
+fn flatten(prefix: &str, v: &toml::Value, out: &mut Vec<(String, String)>) -> Result<(), String> {
+    match v {
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                flatten(&key, v, out)?;
+            }
+        }
+        toml::Value::String(s) => out.push((prefix.to_string(), s.clone())),
+        toml::Value::Integer(i) => out.push((prefix.to_string(), i.to_string())),
+        toml::Value::Float(f) => out.push((prefix.to_string(), f.to_string())),
+        toml::Value::Boolean(b) => out.push((prefix.to_string(), b.to_string())),
+        toml::Value::Array(a) => {
+            let parts: Result<Vec<String>, String> = a
+                .iter()
+                .map(|x| match x {
+                    toml::Value::String(s) => Ok(s.clone()),
+                    toml::Value::Integer(i) => Ok(i.to_string()),
+                    toml::Value::Float(f) => Ok(f.to_string()),
+                    toml::Value::Boolean(b) => Ok(b.to_string()),
+                    _ => Err(format!("{prefix}: lists may hold only plain values")),
+                })
+                .collect();
+            out.push((prefix.to_string(), parts?.join(",")));
+        }
+        toml::Value::Datetime(_) => return Err(format!("{prefix}: dates are not config values")),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retention_falls_back_to_hours() {
+        let c = BrokerConfig::default();
+        assert_eq!(c.get("log.retention.ms"), "604800000");
+        let mut c = BrokerConfig::default();
+        c.set_static("log.retention.hours", "1").unwrap();
+        assert_eq!(c.get("log.retention.ms"), "3600000");
+    }
+
+    #[test]
+    fn unknown_and_bad_keys_are_refused() {
+        let mut c = BrokerConfig::default();
+        assert!(c.set_static("no.such.key", "1").is_err());
+        assert!(c.set_static("num.partitions", "x").is_err());
+        assert!(c.set_static("retention.ms", "1").unwrap_err().contains("topic config"));
+    }
+
+    #[test]
+    fn toml_tables_flatten_to_dotted_keys() {
+        let kv = parse_toml("num.partitions = 3\n[log]\n\"retention.ms\" = 5\n").unwrap();
+        assert!(kv.contains(&("num.partitions".into(), "3".into())));
+        assert!(kv.contains(&("log.retention.ms".into(), "5".into())));
+    }
+}

@@ -1,0 +1,124 @@
+//! Typed broker errors and their one mapping to Kafka error codes.
+
+use kafka_protocol::error::ResponseError;
+
+/// A failure that a client sees as a Kafka error code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error("offset {0} is out of range")]
+    OffsetOutOfRange(i64),
+    #[error("record batch is corrupt: {0}")]
+    CorruptMessage(String),
+    #[error("unknown topic or partition")]
+    UnknownTopicOrPartition,
+    #[error("unknown topic id")]
+    UnknownTopicId,
+    #[error("batch of {size} bytes is larger than max.message.bytes {max}")]
+    MessageTooLarge { size: usize, max: usize },
+    #[error("invalid topic: {0}")]
+    InvalidTopic(String),
+    #[error("topic already exists: {0}")]
+    TopicAlreadyExists(String),
+    #[error("invalid partitions: {0}")]
+    InvalidPartitions(String),
+    #[error("invalid replication factor: {0}")]
+    InvalidReplicationFactor(String),
+    #[error("invalid replica assignment: {0}")]
+    InvalidReplicaAssignment(String),
+    #[error("invalid config: {0}")]
+    InvalidConfig(String),
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    #[error("invalid record: {0}")]
+    InvalidRecord(String),
+    #[error("invalid required acks {0}")]
+    InvalidRequiredAcks(i16),
+    #[error("not enough in-sync replicas")]
+    NotEnoughReplicas,
+    #[error("sequence {got} is out of order, expected {expected}")]
+    OutOfOrderSequence { got: i32, expected: i32 },
+    #[error("producer epoch {got} is older than {current}")]
+    InvalidProducerEpoch { got: i16, current: i16 },
+    #[error("invalid timestamp: {0}")]
+    InvalidTimestamp(String),
+    #[error("leader epoch {0} is older than the current one")]
+    FencedLeaderEpoch(i32),
+    #[error("leader epoch {0} is newer than the current one")]
+    UnknownLeaderEpoch(i32),
+    #[error("fetch session {0} not found")]
+    FetchSessionIdNotFound(i32),
+    #[error("unsupported endpoint type {0}")]
+    UnsupportedEndpointType(i8),
+    #[error("coordinator not available")]
+    CoordinatorNotAvailable,
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    #[error("the resource is not found: {0}")]
+    ResourceNotFound(String),
+    #[error("storage error: {0}")]
+    Storage(String),
+    #[error("policy violation: {0}")]
+    PolicyViolation(String),
+}
+
+impl Error {
+    /// The Kafka error code a client sees. This is the only place that mapping is made.
+    pub fn code(&self) -> i16 {
+        self.kind().code()
+    }
+
+    fn kind(&self) -> ResponseError {
+        use Error::*;
+        match self {
+            OffsetOutOfRange(_) => ResponseError::OffsetOutOfRange,
+            CorruptMessage(_) => ResponseError::CorruptMessage,
+            UnknownTopicOrPartition => ResponseError::UnknownTopicOrPartition,
+            UnknownTopicId => ResponseError::UnknownTopicId,
+            MessageTooLarge { .. } => ResponseError::MessageTooLarge,
+            InvalidTopic(_) => ResponseError::InvalidTopicException,
+            TopicAlreadyExists(_) => ResponseError::TopicAlreadyExists,
+            InvalidPartitions(_) => ResponseError::InvalidPartitions,
+            InvalidReplicationFactor(_) => ResponseError::InvalidReplicationFactor,
+            InvalidReplicaAssignment(_) => ResponseError::InvalidReplicaAssignment,
+            InvalidConfig(_) => ResponseError::InvalidConfig,
+            InvalidRequest(_) => ResponseError::InvalidRequest,
+            InvalidRecord(_) => ResponseError::InvalidRecord,
+            InvalidRequiredAcks(_) => ResponseError::InvalidRequiredAcks,
+            NotEnoughReplicas => ResponseError::NotEnoughReplicas,
+            OutOfOrderSequence { .. } => ResponseError::OutOfOrderSequenceNumber,
+            InvalidProducerEpoch { .. } => ResponseError::InvalidProducerEpoch,
+            InvalidTimestamp(_) => ResponseError::InvalidTimestamp,
+            FencedLeaderEpoch(_) => ResponseError::FencedLeaderEpoch,
+            UnknownLeaderEpoch(_) => ResponseError::UnknownLeaderEpoch,
+            FetchSessionIdNotFound(_) => ResponseError::FetchSessionIdNotFound,
+            UnsupportedEndpointType(_) => ResponseError::UnsupportedEndpointType,
+            CoordinatorNotAvailable => ResponseError::CoordinatorNotAvailable,
+            Unsupported(_) => ResponseError::UnsupportedVersion,
+            ResourceNotFound(_) => ResponseError::ResourceNotFound,
+            Storage(_) => ResponseError::KafkaStorageError,
+            PolicyViolation(_) => ResponseError::PolicyViolation,
+        }
+    }
+
+    /// The message to put in a response's error_message field.
+    pub fn message(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Storage(e.to_string())
+    }
+}
+
+/// Shorthand for results whose error is a Kafka error.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// The code of a result: 0 on success.
+pub fn code_of<T>(r: &Result<T>) -> i16 {
+    match r {
+        Ok(_) => 0,
+        Err(e) => e.code(),
+    }
+}

@@ -1,0 +1,13 @@
+//! Sluice: a Kafka wire-protocol compatible broker.
+//!
+//! A request travels net → api → partition → log; see `../shared/design.md`.
+
+pub mod api;
+pub mod broker;
+pub mod config;
+pub mod error;
+pub mod log;
+pub mod metadata;
+pub mod net;
+pub mod partition;
+pub mod txn;

@@ -1,0 +1,81 @@
+//! The listener and the per-connection loop. Each connection handles one request
+//! at a time, as Kafka does, so responses leave in request order; pipelined
+//! requests wait in the socket buffer.
+
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+use crate::api;
+use crate::broker::Broker;
+
+/// Accepts connections until `shutdown` turns true, then waits (a bounded time) for
+/// open connections to finish the request they are on.
+pub async fn serve(listener: TcpListener, broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
+    let mut conns = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let broker = broker.clone();
+                    let shutdown = shutdown.clone();
+                    conns.spawn(async move {
+                        if let Err(e) = connection(stream, broker, shutdown).await {
+                            tracing::debug!(%peer, error = %e, "connection closed");
+                        }
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            },
+            Some(done) = conns.join_next(), if !conns.is_empty() => {
+                if let Err(e) = done {
+                    if e.is_panic() {
+                        tracing::error!(error = %e, "a connection task panicked; only that connection was closed");
+                    }
+                }
+            }
+            _ = shutdown.changed() => break,
+        }
+    }
+    drop(listener);
+    let drain = async { while conns.join_next().await.is_some() {} };
+    if tokio::time::timeout(std::time::Duration::from_secs(5), drain).await.is_err() {
+        tracing::warn!("connections still busy after 5 s; shutting down anyway");
+    }
+}
+
+async fn connection(stream: TcpStream, broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+    stream.set_nodelay(true)?;
+    let max_frame = broker.config().get_i64("socket.request.max.bytes").clamp(0, i32::MAX as i64) as usize;
+    let (rd, mut wr) = stream.into_split();
+    let mut rd = BufReader::with_capacity(64 * 1024, rd);
+    loop {
+        let len = tokio::select! {
+            r = rd.read_i32() => match r {
+                Ok(len) => len,
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+                Err(e) => return Err(e.into()),
+            },
+            _ = shutdown.changed() => return Ok(()),
+        };
+        if len < 0 || len as usize > max_frame {
+            anyhow::bail!("frame of {len} bytes is outside 0..={max_frame} (socket.request.max.bytes); closing");
+        }
+        let mut frame = BytesMut::zeroed(len as usize);
+        rd.read_exact(&mut frame).await?;
+        match api::handle(&broker, frame.freeze()).await {
+            Ok(Some(resp)) => wr.write_all(&resp).await?,
+            Ok(None) => {}
+            Err(e) => {
+                tracing::info!(error = %e, "closing connection");
+                return Ok(());
+            }
+        }
+    }
+}

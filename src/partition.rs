@@ -1,0 +1,290 @@
+//! The replica state of one partition this broker hosts: its log, the leader epoch,
+//! the high watermark and the producers' idempotence state.
+//!
+//! Sluice is single-broker for now, so every partition is led here and its ISR is
+//! just this broker: the high watermark follows the log end offset as soon as a
+//! batch is written.
+
+use std::path::Path;
+
+use parking_lot::Mutex;
+use uuid::Uuid;
+
+use crate::error::{Error, Result};
+use crate::log::batch::{self, BatchHeader};
+use crate::log::{Log, LogConfig};
+use crate::txn::producers::{Check, ProducerStates};
+
+/// Settings a partition applies to produce requests, from its topic config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppendConfig {
+    pub max_message_bytes: usize,
+    pub log_append_time: bool,
+    pub min_insync_replicas: i32,
+    pub timestamp_before_max_ms: i64,
+    pub timestamp_after_max_ms: i64,
+}
+
+impl Default for AppendConfig {
+    fn default() -> Self {
+        AppendConfig {
+            max_message_bytes: 1_048_588,
+            log_append_time: false,
+            min_insync_replicas: 1,
+            timestamp_before_max_ms: i64::MAX,
+            timestamp_after_max_ms: 3_600_000,
+        }
+    }
+}
+
+/// Where an appended batch landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendInfo {
+    pub base_offset: i64,
+    /// The broker's time when the topic uses LogAppendTime, else -1.
+    pub log_append_time: i64,
+    pub log_start_offset: i64,
+}
+
+/// What a fetch of one partition returns.
+#[derive(Debug, Default)]
+pub struct FetchData {
+    pub records: Vec<u8>,
+    pub high_watermark: i64,
+    pub last_stable_offset: i64,
+    pub log_start_offset: i64,
+}
+
+/// Mutable state, behind the partition's lock.
+pub struct State {
+    pub log: Log,
+    pub leader_epoch: i32,
+    pub high_watermark: i64,
+    pub producers: ProducerStates,
+    pub append_config: AppendConfig,
+    /// Log end offset at which `producers` was last written to disk.
+    snapshot_offset: i64,
+}
+
+/// One partition.
+pub struct Partition {
+    pub topic: String,
+    pub index: i32,
+    pub topic_id: Uuid,
+    state: Mutex<State>,
+}
+
+/// File with the producer state snapshot, in the partition directory.
+const PRODUCER_SNAPSHOT: &str = "producer-state.json";
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Snapshot {
+    offset: i64,
+    states: ProducerStates,
+}
+
+impl Partition {
+    /// Opens the partition's log in `dir` and rebuilds its producer state.
+    pub fn open(
+        topic: &str,
+        index: i32,
+        topic_id: Uuid,
+        dir: &Path,
+        log_config: LogConfig,
+        append_config: AppendConfig,
+        clean_shutdown: bool,
+        now_ms: i64,
+    ) -> Result<Partition> {
+        let log = Log::open(dir, log_config, clean_shutdown, now_ms)?;
+        let leo = log.log_end_offset();
+        let (mut producers, from) = match std::fs::read(dir.join(PRODUCER_SNAPSHOT))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Snapshot>(&b).ok())
+        {
+            Some(s) if s.offset <= leo => (s.states, s.offset),
+            _ => (ProducerStates::default(), log.log_start_offset()),
+        };
+        for h in log.headers_from(from)? {
+            if h.base_offset >= from {
+                producers.record(&h);
+            }
+        }
+        let state = State { high_watermark: leo, log, leader_epoch: 0, producers, append_config, snapshot_offset: from };
+        Ok(Partition { topic: topic.to_string(), index, topic_id, state: Mutex::new(state) })
+    }
+
+    /// Runs `f` with the partition's state locked.
+    pub fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        f(&mut self.state.lock())
+    }
+
+    /// Validates one produce request's records and appends them.
+    pub fn append(&self, records: &[u8], acks: i16, now_ms: i64) -> Result<AppendInfo> {
+        let ranges = batch::split(records)?;
+        if ranges.len() != 1 {
+            return Err(Error::InvalidRecord(format!(
+                "produce requests must hold exactly one record batch, not {}",
+                ranges.len()
+            )));
+        }
+        let mut st = self.state.lock();
+        let cfg = st.append_config.clone();
+        if records.len() > cfg.max_message_bytes {
+            return Err(Error::MessageTooLarge { size: records.len(), max: cfg.max_message_bytes });
+        }
+        let h = batch::validate(records)?;
+        if h.is_control() {
+            return Err(Error::InvalidRecord("clients may not write control batches".into()));
+        }
+        if h.is_transactional() {
+            return Err(Error::InvalidRecord("transactions are not supported by this broker yet".into()));
+        }
+        if !cfg.log_append_time {
+            check_timestamp(&h, &cfg, now_ms)?;
+        }
+        if acks == -1 && cfg.min_insync_replicas > 1 {
+            // The ISR is this broker alone.
+            return Err(Error::NotEnoughReplicas);
+        }
+        if h.has_producer_id() {
+            if let Check::Duplicate(base_offset) = st.producers.check(&h)? {
+                return Ok(AppendInfo { base_offset, log_append_time: -1, log_start_offset: st.log.log_start_offset() });
+            }
+        }
+        let base_offset = st.log.log_end_offset();
+        let mut bytes = records.to_vec();
+        batch::assign_offset(&mut bytes, base_offset, st.leader_epoch);
+        let log_append_time = if cfg.log_append_time {
+            batch::set_log_append_time(&mut bytes, now_ms);
+            now_ms
+        } else {
+            -1
+        };
+        let h = BatchHeader::parse(&bytes)?;
+        st.log.append(&bytes, &h, now_ms)?;
+        st.producers.record(&h);
+        st.high_watermark = st.log.log_end_offset();
+        debug_assert!(st.high_watermark <= st.log.log_end_offset());
+        Ok(AppendInfo { base_offset, log_append_time, log_start_offset: st.log.log_start_offset() })
+    }
+
+    /// Reads from `offset` for a consumer: only below the high watermark.
+    pub fn fetch(&self, offset: i64, max_bytes: usize, min_one: bool, leader_epoch: i32) -> Result<FetchData> {
+        let st = self.state.lock();
+        check_epoch(leader_epoch, st.leader_epoch)?;
+        let r = st.log.read(offset, st.high_watermark, max_bytes, min_one)?;
+        Ok(FetchData {
+            records: r.bytes,
+            high_watermark: st.high_watermark,
+            last_stable_offset: st.high_watermark,
+            log_start_offset: st.log.log_start_offset(),
+        })
+    }
+
+    /// The offsets ListOffsets answers with, at timestamp `ts` (or a special negative one).
+    /// Returns (timestamp, offset, leader epoch).
+    pub fn list_offset(&self, ts: i64, leader_epoch: i32) -> Result<(i64, i64, i32)> {
+        let st = self.state.lock();
+        check_epoch(leader_epoch, st.leader_epoch)?;
+        let epoch = st.leader_epoch;
+        Ok(match ts {
+            -2 | -4 => (-1, st.log.log_start_offset(), epoch),
+            -1 => (-1, st.high_watermark, epoch),
+            -3 => match st.log.max_timestamp()? {
+                Some((off, t)) if off < st.high_watermark => (t, off, epoch),
+                _ => (-1, -1, -1),
+            },
+            t if t >= 0 => match st.log.offset_for_timestamp(t)? {
+                Some((off, t)) if off < st.high_watermark => (t, off, epoch),
+                _ => (-1, -1, -1),
+            },
+            // Tiered-storage markers: no remote tier here, so no offset.
+            _ => (-1, -1, -1),
+        })
+    }
+
+    /// Writes the producer state to disk if it moved, so restarts don't rescan the log.
+    pub fn snapshot_producers(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        let leo = st.log.log_end_offset();
+        if leo == st.snapshot_offset {
+            return Ok(());
+        }
+        let snap = Snapshot { offset: leo, states: st.producers.clone() };
+        let dir = st.log.dir().to_path_buf();
+        let tmp = dir.join(format!("{PRODUCER_SNAPSHOT}.tmp"));
+        std::fs::write(&tmp, serde_json::to_vec(&snap).map_err(|e| Error::Storage(e.to_string()))?)?;
+        std::fs::rename(&tmp, dir.join(PRODUCER_SNAPSHOT))?;
+        st.snapshot_offset = leo;
+        Ok(())
+    }
+
+    pub fn high_watermark(&self) -> i64 {
+        self.state.lock().high_watermark
+    }
+
+    pub fn leader_epoch(&self) -> i32 {
+        self.state.lock().leader_epoch
+    }
+}
+
+fn check_epoch(requested: i32, current: i32) -> Result<()> {
+    match requested {
+        -1 => Ok(()),
+        e if e < current => Err(Error::FencedLeaderEpoch(e)),
+        e if e > current => Err(Error::UnknownLeaderEpoch(e)),
+        _ => Ok(()),
+    }
+}
+
+fn check_timestamp(h: &BatchHeader, cfg: &AppendConfig, now_ms: i64) -> Result<()> {
+    for ts in [h.base_timestamp, h.max_timestamp] {
+        if ts < 0 {
+            continue;
+        }
+        if ts > now_ms.saturating_add(cfg.timestamp_after_max_ms) || ts < now_ms.saturating_sub(cfg.timestamp_before_max_ms) {
+            return Err(Error::InvalidTimestamp(format!("timestamp {ts} is out of the accepted range")));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::batch::tests::make_batch;
+
+    fn open(dir: &Path, clean: bool) -> Partition {
+        Partition::open("t", 0, Uuid::nil(), dir, LogConfig::default(), AppendConfig::default(), clean, 1000).unwrap()
+    }
+
+    #[test]
+    fn idempotent_state_survives_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = open(dir.path(), true);
+        let b = make_batch(2, 1000, 9, 0, 0);
+        assert_eq!(p.append(&b, -1, 1000).unwrap().base_offset, 0);
+        assert_eq!(p.append(&make_batch(1, 1000, -1, -1, -1), 1, 1000).unwrap().base_offset, 2);
+        drop(p);
+        let p = open(dir.path(), false);
+        assert_eq!(p.append(&b, -1, 1000).unwrap().base_offset, 0, "a retry after restart is a duplicate");
+        assert_eq!(p.high_watermark(), 3);
+        p.snapshot_producers().unwrap();
+        drop(p);
+        let p = open(dir.path(), true);
+        assert_eq!(p.append(&b, -1, 1000).unwrap().base_offset, 0);
+        assert!(matches!(p.append(&make_batch(1, 1000, 9, 0, 5), -1, 1000), Err(Error::OutOfOrderSequence { .. })));
+    }
+
+    #[test]
+    fn limits_are_enforced() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = open(dir.path(), true);
+        p.with_state(|s| s.append_config.max_message_bytes = 80);
+        assert!(matches!(p.append(&make_batch(20, 1000, -1, -1, -1), 1, 1000), Err(Error::MessageTooLarge { .. })));
+        let mut two = make_batch(1, 1000, -1, -1, -1);
+        two.extend(make_batch(1, 1000, -1, -1, -1));
+        assert!(matches!(p.append(&two, 1, 1000), Err(Error::InvalidRecord(_))));
+        assert!(matches!(p.fetch(5, 100, true, -1), Err(Error::OffsetOutOfRange(5))));
+    }
+}

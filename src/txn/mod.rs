@@ -1,0 +1,4 @@
+//! Producer ids and idempotence. Transactions will join them here.
+
+pub mod pid;
+pub mod producers;
