@@ -93,6 +93,7 @@ fn build_config(args: &ServeArgs) -> anyhow::Result<BrokerConfig> {
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| "info".into()))
         .init();
     let cli = Cli::parse();

@@ -8,6 +8,7 @@ from confluent_kafka import Producer
 from helpers import admin, create_topic, describe_topic_configs, read_all, wait_for_partitions
 
 PARTITIONS = 3
+MAX_RECORDS = 150_000
 
 
 def test_acked_records_survive_kill_9(broker):
@@ -39,16 +40,17 @@ def test_acked_records_survive_kill_9(broker):
 
     def produce_loop():
         n = 0
-        while not stop.is_set():
-            # bounded rate: ~200 records every 10 ms
-            for _ in range(200):
+        while not stop.is_set() and n < MAX_RECORDS:
+            # bounded rate: at most ~100 records every 5 ms (~20k/s)
+            for _ in range(100):
                 try:
                     p.produce(topic, key=b"%d" % (n % 97), value=b"val-%08d" % n,
                               on_delivery=on_delivery)
                     n += 1
                 except BufferError:
                     break
-            p.poll(0.01)
+            p.poll(0)
+            time.sleep(0.005)
         produced[0] = n
 
     t = threading.Thread(target=produce_loop, daemon=True)

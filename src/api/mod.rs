@@ -58,6 +58,14 @@ macro_rules! apis {
                 _ => Err(ConnError::Unsupported { key: key as i16, version }),
             }
         }
+
+        /// Decodes a request body without acting on it (for fuzzing the decoders).
+        pub fn decode_body(key: ApiKey, version: i16, buf: &mut Bytes) -> Result<(), ConnError> {
+            match key {
+                $( ApiKey::$key => <$req>::decode(buf, version).map(|_| ()).map_err(|e| ConnError::Malformed(e.to_string())), )*
+                _ => Err(ConnError::Unsupported { key: key as i16, version }),
+            }
+        }
     };
     (@call always $handler:path, $ctx:expr, $req:expr) => { Some($handler($ctx, $req).await) };
     (@call maybe $handler:path, $ctx:expr, $req:expr) => { $handler($ctx, $req).await };
@@ -85,9 +93,18 @@ pub fn supported(key: i16) -> Option<(i16, i16)> {
     SUPPORTED.iter().find(|(k, _, _)| *k as i16 == key).map(|&(_, a, b)| (a, b))
 }
 
-/// Handles one request frame (without its length prefix). Returns the response frame
-/// (with its length prefix), or None when the request wants no answer (acks=0).
-pub async fn handle(broker: &Arc<Broker>, mut frame: Bytes) -> Result<Option<BytesMut>, ConnError> {
+/// The parts of a request frame once its header has been read.
+pub struct Parsed {
+    pub api: ApiKey,
+    pub version: i16,
+    pub correlation_id: i32,
+    /// The body, after the header.
+    pub body: Bytes,
+}
+
+/// Reads and checks a request header. `Ok(Err(frame))` is a ready answer: ApiVersions
+/// at a version we don't know gets v0 with UNSUPPORTED_VERSION.
+pub fn parse_frame(mut frame: Bytes) -> Result<Result<Parsed, BytesMut>, ConnError> {
     // The crate's header decoder panics on short input, so the fixed part is read here.
     if frame.len() < 8 {
         return Err(ConnError::Malformed(format!("request of {} bytes has no room for a header", frame.len())));
@@ -101,25 +118,42 @@ pub async fn handle(broker: &Arc<Broker>, mut frame: Bytes) -> Result<Option<Byt
     if version < min || version > max {
         if key == ApiKey::ApiVersions as i16 {
             // Answer in v0 so any client can read which versions exist.
-            return Ok(Some(api_versions::unsupported_version_frame(correlation_id)));
+            return Ok(Err(api_versions::unsupported_version_frame(correlation_id)));
         }
         return Err(ConnError::Unsupported { key, version });
     }
     let api = ApiKey::try_from(key).map_err(|_| ConnError::Unsupported { key, version })?;
-    let header_version = api.request_header_version(version);
-    RequestHeader::decode(&mut frame, header_version).map_err(|e| ConnError::Malformed(format!("header: {e}")))?;
-    let ctx = Ctx { broker, version };
-    let Some((body, resp_header_version)) = dispatch(&ctx, api, &mut frame).await? else {
+    RequestHeader::decode(&mut frame, api.request_header_version(version)).map_err(|e| ConnError::Malformed(format!("header: {e}")))?;
+    Ok(Ok(Parsed { api, version, correlation_id, body: frame }))
+}
+
+/// Handles one request frame (without its length prefix). Returns the response frame
+/// (with its length prefix), or None when the request wants no answer (acks=0).
+pub async fn handle(broker: &Arc<Broker>, frame: Bytes) -> Result<Option<BytesMut>, ConnError> {
+    let mut req = match parse_frame(frame)? {
+        Ok(p) => p,
+        Err(ready) => return Ok(Some(ready)),
+    };
+    let ctx = Ctx { broker, version: req.version };
+    let Some((body, resp_header_version)) = dispatch(&ctx, req.api, &mut req.body).await? else {
         return Ok(None);
     };
     let mut out = BytesMut::with_capacity(body.len() + 16);
     out.put_i32(0);
-    let header = ResponseHeader::default().with_correlation_id(correlation_id);
+    let header = ResponseHeader::default().with_correlation_id(req.correlation_id);
     header.encode(&mut out, resp_header_version).map_err(|e| ConnError::Encode(e.to_string()))?;
     out.extend_from_slice(&body);
     let len = (out.len() - 4) as i32;
     out[0..4].copy_from_slice(&len.to_be_bytes());
     Ok(Some(out))
+}
+
+/// Decodes a whole frame the way [`handle`] would, without acting on it.
+pub fn decode_frame(frame: Bytes) -> Result<(), ConnError> {
+    match parse_frame(frame)? {
+        Ok(mut p) => decode_body(p.api, p.version, &mut p.body),
+        Err(_) => Ok(()),
+    }
 }
 
 /// Kafka's string type in the crate, from a Rust string.

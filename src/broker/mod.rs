@@ -81,7 +81,7 @@ impl Broker {
         }
         if clean {
             std::fs::remove_file(&marker)?;
-        } else {
+        } else if !broker.topics.read().is_empty() {
             tracing::info!("no clean-shutdown marker: recovered the active segment of every partition");
         }
         Ok(Arc::new(broker))
