@@ -49,6 +49,32 @@ pub enum Error {
     FetchSessionIdNotFound(i32),
     #[error("unsupported endpoint type {0}")]
     UnsupportedEndpointType(i8),
+    #[error("illegal generation {0}")]
+    IllegalGeneration(i32),
+    #[error("inconsistent group protocol")]
+    InconsistentGroupProtocol,
+    #[error("invalid group id")]
+    InvalidGroupId,
+    #[error("unknown member id {0}")]
+    UnknownMemberId(String),
+    #[error("session timeout {0} ms is outside the broker's allowed range")]
+    InvalidSessionTimeout(i32),
+    #[error("the group is rebalancing")]
+    RebalanceInProgress,
+    #[error("a member id is required; rejoin with the one given")]
+    MemberIdRequired,
+    #[error("static member {0} was fenced by a newer instance")]
+    FencedInstanceId(String),
+    #[error("group {0} does not exist")]
+    GroupIdNotFound(String),
+    #[error("group {0} is not empty")]
+    NonEmptyGroup(String),
+    #[error("the group is subscribed to the topic")]
+    GroupSubscribedToTopic,
+    #[error("offset metadata is too large")]
+    OffsetMetadataTooLarge,
+    #[error("the group has reached its maximum size")]
+    GroupMaxSizeReached,
     #[error("coordinator not available")]
     CoordinatorNotAvailable,
     #[error("unsupported: {0}")]
@@ -92,6 +118,19 @@ impl Error {
             UnknownLeaderEpoch(_) => ResponseError::UnknownLeaderEpoch,
             FetchSessionIdNotFound(_) => ResponseError::FetchSessionIdNotFound,
             UnsupportedEndpointType(_) => ResponseError::UnsupportedEndpointType,
+            IllegalGeneration(_) => ResponseError::IllegalGeneration,
+            InconsistentGroupProtocol => ResponseError::InconsistentGroupProtocol,
+            InvalidGroupId => ResponseError::InvalidGroupId,
+            UnknownMemberId(_) => ResponseError::UnknownMemberId,
+            InvalidSessionTimeout(_) => ResponseError::InvalidSessionTimeout,
+            RebalanceInProgress => ResponseError::RebalanceInProgress,
+            MemberIdRequired => ResponseError::MemberIdRequired,
+            FencedInstanceId(_) => ResponseError::FencedInstanceId,
+            GroupIdNotFound(_) => ResponseError::GroupIdNotFound,
+            NonEmptyGroup(_) => ResponseError::NonEmptyGroup,
+            GroupSubscribedToTopic => ResponseError::GroupSubscribedToTopic,
+            OffsetMetadataTooLarge => ResponseError::OffsetMetadataTooLarge,
+            GroupMaxSizeReached => ResponseError::GroupMaxSizeReached,
             CoordinatorNotAvailable => ResponseError::CoordinatorNotAvailable,
             Unsupported(_) => ResponseError::UnsupportedVersion,
             ResourceNotFound(_) => ResponseError::ResourceNotFound,

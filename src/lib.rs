@@ -6,6 +6,7 @@ pub mod api;
 pub mod broker;
 pub mod config;
 pub mod error;
+pub mod group;
 pub mod log;
 pub mod metadata;
 pub mod net;

@@ -168,6 +168,18 @@ impl Partition {
         Ok(AppendInfo { base_offset, log_append_time, log_start_offset: st.log.log_start_offset() })
     }
 
+    /// Appends a batch the broker itself built (internal topics): no client checks.
+    pub fn append_internal(&self, batch: &[u8], now_ms: i64) -> Result<i64> {
+        let mut st = self.state.lock();
+        let base_offset = st.log.log_end_offset();
+        let mut bytes = batch.to_vec();
+        batch::assign_offset(&mut bytes, base_offset, st.leader_epoch);
+        let h = batch::validate(&bytes)?;
+        st.log.append(&bytes, &h, now_ms)?;
+        st.high_watermark = st.log.log_end_offset();
+        Ok(base_offset)
+    }
+
     /// Reads from `offset` for a consumer: only below the high watermark.
     pub fn fetch(&self, offset: i64, max_bytes: usize, min_one: bool, leader_epoch: i32) -> Result<FetchData> {
         let st = self.state.lock();

@@ -29,7 +29,8 @@ def test_produce_consume_roundtrip(broker, kadmin):
     kadmin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])
 
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", linger_ms=5,
-                             retries=3, request_timeout_ms=15000)
+                             retries=3, max_in_flight_requests_per_connection=1,
+                             request_timeout_ms=15000)
     sent = []
     futures = []
     for i in range(N):

@@ -6,8 +6,10 @@ mod api_versions;
 mod configs;
 mod coordinator;
 mod fetch;
+mod groups;
 mod list_offsets;
 mod metadata;
+mod offsets;
 mod produce;
 
 use std::sync::Arc;
@@ -33,6 +35,9 @@ pub enum ConnError {
 pub struct Ctx<'a> {
     pub broker: &'a Arc<Broker>,
     pub version: i16,
+    pub client_id: String,
+    /// The peer, as `/ip` the way Kafka shows client hosts.
+    pub client_host: String,
 }
 
 macro_rules! apis {
@@ -76,7 +81,15 @@ apis! {
     Fetch: FetchRequest => fetch::handle [4, 18] always;
     ListOffsets: ListOffsetsRequest => list_offsets::handle [1, 10] always;
     Metadata: MetadataRequest => metadata::handle [0, 13] always;
+    OffsetCommit: OffsetCommitRequest => offsets::offset_commit [2, 9] always;
+    OffsetFetch: OffsetFetchRequest => offsets::offset_fetch [1, 9] always;
     FindCoordinator: FindCoordinatorRequest => coordinator::find_coordinator [0, 6] always;
+    JoinGroup: JoinGroupRequest => groups::join_group [0, 9] always;
+    Heartbeat: HeartbeatRequest => groups::heartbeat [0, 4] always;
+    LeaveGroup: LeaveGroupRequest => groups::leave_group [0, 5] always;
+    SyncGroup: SyncGroupRequest => groups::sync_group [0, 5] always;
+    DescribeGroups: DescribeGroupsRequest => groups::describe_groups [0, 6] always;
+    ListGroups: ListGroupsRequest => groups::list_groups [0, 5] always;
     ApiVersions: ApiVersionsRequest => api_versions::handle [0, 4] always;
     CreateTopics: CreateTopicsRequest => admin::create_topics [2, 7] always;
     DeleteTopics: DeleteTopicsRequest => admin::delete_topics [1, 6] always;
@@ -84,7 +97,9 @@ apis! {
     DescribeConfigs: DescribeConfigsRequest => configs::describe_configs [1, 4] always;
     AlterConfigs: AlterConfigsRequest => configs::alter_configs [0, 2] always;
     CreatePartitions: CreatePartitionsRequest => admin::create_partitions [0, 3] always;
+    DeleteGroups: DeleteGroupsRequest => groups::delete_groups [0, 2] always;
     IncrementalAlterConfigs: IncrementalAlterConfigsRequest => configs::incremental_alter_configs [0, 1] always;
+    OffsetDelete: OffsetDeleteRequest => offsets::offset_delete [0, 0] always;
     DescribeCluster: DescribeClusterRequest => metadata::describe_cluster [0, 2] always;
 }
 
@@ -98,6 +113,7 @@ pub struct Parsed {
     pub api: ApiKey,
     pub version: i16,
     pub correlation_id: i32,
+    pub client_id: String,
     /// The body, after the header.
     pub body: Bytes,
 }
@@ -123,18 +139,19 @@ pub fn parse_frame(mut frame: Bytes) -> Result<Result<Parsed, BytesMut>, ConnErr
         return Err(ConnError::Unsupported { key, version });
     }
     let api = ApiKey::try_from(key).map_err(|_| ConnError::Unsupported { key, version })?;
-    RequestHeader::decode(&mut frame, api.request_header_version(version)).map_err(|e| ConnError::Malformed(format!("header: {e}")))?;
-    Ok(Ok(Parsed { api, version, correlation_id, body: frame }))
+    let header = RequestHeader::decode(&mut frame, api.request_header_version(version)).map_err(|e| ConnError::Malformed(format!("header: {e}")))?;
+    let client_id = header.client_id.map(|c| c.to_string()).unwrap_or_default();
+    Ok(Ok(Parsed { api, version, correlation_id, client_id, body: frame }))
 }
 
 /// Handles one request frame (without its length prefix). Returns the response frame
 /// (with its length prefix), or None when the request wants no answer (acks=0).
-pub async fn handle(broker: &Arc<Broker>, frame: Bytes) -> Result<Option<BytesMut>, ConnError> {
+pub async fn handle(broker: &Arc<Broker>, peer: std::net::IpAddr, frame: Bytes) -> Result<Option<BytesMut>, ConnError> {
     let mut req = match parse_frame(frame)? {
         Ok(p) => p,
         Err(ready) => return Ok(Some(ready)),
     };
-    let ctx = Ctx { broker, version: req.version };
+    let ctx = Ctx { broker, version: req.version, client_id: std::mem::take(&mut req.client_id), client_host: format!("/{peer}") };
     let Some((body, resp_header_version)) = dispatch(&ctx, req.api, &mut req.body).await? else {
         return Ok(None);
     };

@@ -15,6 +15,8 @@ use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::config::BrokerConfig;
+use crate::group::classic::GroupConfig;
+use crate::group::Coordinator;
 use crate::metadata::{Store, TopicRecord};
 use crate::partition::Partition;
 use crate::txn::pid::ProducerIdManager;
@@ -51,6 +53,8 @@ pub struct Broker {
     /// Woken on every append, so long-polling fetches return without polling.
     pub appended: Notify,
     pub producer_ids: ProducerIdManager,
+    /// The group coordinator.
+    pub groups: Coordinator,
 }
 
 /// Marker file written by a clean shutdown: its absence means the logs need recovery.
@@ -65,7 +69,19 @@ impl Broker {
         config.dynamic_set = store.image.broker_configs.clone();
         let marker = dir.join(CLEAN_SHUTDOWN);
         let clean = marker.exists();
+        let group_config = GroupConfig {
+            min_session_timeout_ms: config.get_i64("group.min.session.timeout.ms") as i32,
+            max_session_timeout_ms: config.get_i64("group.max.session.timeout.ms") as i32,
+            initial_rebalance_delay_ms: config.get_i64("group.initial.rebalance.delay.ms"),
+            max_size: config.get_i64("group.max.size").clamp(1, i32::MAX as i64) as usize,
+        };
+        let groups = Coordinator::new(
+            group_config,
+            config.get_i64("offsets.topic.num.partitions").clamp(1, 10_000) as i32,
+            config.get_i64("offsets.retention.minutes").saturating_mul(60_000),
+        );
         let broker = Broker {
+            groups,
             identity,
             cluster_id: store.image.cluster_id.clone(),
             config: RwLock::new(config),
@@ -79,6 +95,7 @@ impl Broker {
             let topic = broker.open_topic(rec, clean)?;
             broker.topics.write().insert(topic.record.name.clone(), Arc::new(topic));
         }
+        broker.groups.load(&broker)?;
         if clean {
             std::fs::remove_file(&marker)?;
         } else if !broker.topics.read().is_empty() {
@@ -123,10 +140,20 @@ impl Broker {
         let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
         let mut last_retention = now_ms();
         let mut last_snapshot = now_ms();
+        let mut last_offset_expiry = now_ms();
+        let mut group_tick = tokio::time::interval(std::time::Duration::from_millis(100));
         loop {
             tokio::select! {
-                _ = tick.tick() => {}
+                _ = group_tick.tick() => {
+                    self.groups.tick(&self);
+                    continue;
+                }
                 _ = shutdown.changed() => return,
+                _ = tick.tick() => {}
+            }
+            if now_ms() - last_offset_expiry >= self.config().get_i64("offsets.retention.check.interval.ms") {
+                last_offset_expiry = now_ms();
+                self.groups.expire_offsets(&self);
             }
             let now = now_ms();
             let retention_due = now - last_retention >= self.config().get_i64("log.retention.check.interval.ms");

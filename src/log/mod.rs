@@ -2,6 +2,7 @@
 
 pub mod batch;
 pub mod index;
+pub mod records;
 pub mod segment;
 
 use std::collections::BTreeMap;

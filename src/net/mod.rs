@@ -52,6 +52,7 @@ pub async fn serve(listener: TcpListener, broker: Arc<Broker>, mut shutdown: wat
 
 async fn connection(stream: TcpStream, broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
     stream.set_nodelay(true)?;
+    let peer = stream.peer_addr()?.ip();
     let max_frame = broker.config().get_i64("socket.request.max.bytes").clamp(0, i32::MAX as i64) as usize;
     let (rd, mut wr) = stream.into_split();
     let mut rd = BufReader::with_capacity(64 * 1024, rd);
@@ -69,7 +70,7 @@ async fn connection(stream: TcpStream, broker: Arc<Broker>, mut shutdown: watch:
         }
         let mut frame = BytesMut::zeroed(len as usize);
         rd.read_exact(&mut frame).await?;
-        match api::handle(&broker, frame.freeze()).await {
+        match api::handle(&broker, peer, frame.freeze()).await {
             Ok(Some(resp)) => wr.write_all(&resp).await?,
             Ok(None) => {}
             Err(e) => {

@@ -1,0 +1,125 @@
+//! OffsetCommit, OffsetFetch and OffsetDelete.
+
+use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
+use kafka_protocol::messages::offset_delete_response::{OffsetDeleteResponsePartition, OffsetDeleteResponseTopic};
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions, OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::*;
+
+use super::{sb, Ctx};
+use crate::error::Error;
+use crate::group::{CommitItem, Committed};
+
+pub async fn offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> OffsetCommitResponse {
+    let items: Vec<CommitItem> = req
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(move |p| CommitItem {
+                topic: t.name.0.to_string(),
+                partition: p.partition_index,
+                offset: p.committed_offset,
+                leader_epoch: p.committed_leader_epoch,
+                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+            })
+        })
+        .collect();
+    let results: Vec<(CommitItem, i16)> = match ctx.broker.groups.commit(
+        ctx.broker,
+        &req.group_id.0,
+        &req.member_id,
+        req.group_instance_id.as_deref(),
+        req.generation_id_or_member_epoch,
+        items.clone(),
+    ) {
+        Ok(rs) => rs.into_iter().map(|(it, r)| (it, r.err().map_or(0, |e| e.code()))).collect(),
+        Err(e) => items.into_iter().map(|it| (it, e.code())).collect(),
+    };
+    let mut topics: Vec<OffsetCommitResponseTopic> = Vec::new();
+    for (it, code) in results {
+        let part = OffsetCommitResponsePartition::default().with_partition_index(it.partition).with_error_code(code);
+        match topics.iter_mut().find(|t| *t.name.0 == *it.topic) {
+            Some(t) => t.partitions.push(part),
+            None => topics.push(OffsetCommitResponseTopic::default().with_name(sb(it.topic).into()).with_partitions(vec![part])),
+        }
+    }
+    OffsetCommitResponse::default().with_topics(topics)
+}
+
+fn committed_fields(c: Option<Committed>) -> (i64, i32, String) {
+    match c {
+        Some(c) => (c.offset, c.leader_epoch, c.metadata),
+        None => (-1, -1, String::new()),
+    }
+}
+
+pub async fn offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> OffsetFetchResponse {
+    let v = ctx.version;
+    let groups = &ctx.broker.groups;
+    if v >= 8 {
+        let out = req
+            .groups
+            .into_iter()
+            .map(|g| {
+                let wanted = g.topics.map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
+                let topics = groups
+                    .fetch_offsets(&g.group_id.0, wanted)
+                    .into_iter()
+                    .map(|(t, ps)| {
+                        let partitions = ps
+                            .into_iter()
+                            .map(|(p, c)| {
+                                let (off, epoch, meta) = committed_fields(c);
+                                OffsetFetchResponsePartitions::default()
+                                    .with_partition_index(p)
+                                    .with_committed_offset(off)
+                                    .with_committed_leader_epoch(epoch)
+                                    .with_metadata(Some(sb(meta)))
+                            })
+                            .collect();
+                        OffsetFetchResponseTopics::default().with_name(sb(t).into()).with_partitions(partitions)
+                    })
+                    .collect();
+                let err = if g.group_id.0.is_empty() { Error::InvalidGroupId.code() } else { 0 };
+                OffsetFetchResponseGroup::default().with_group_id(g.group_id).with_topics(topics).with_error_code(err)
+            })
+            .collect();
+        return OffsetFetchResponse::default().with_groups(out);
+    }
+    let wanted = req.topics.map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
+    let topics = groups
+        .fetch_offsets(&req.group_id.0, wanted)
+        .into_iter()
+        .map(|(t, ps)| {
+            let partitions = ps
+                .into_iter()
+                .map(|(p, c)| {
+                    let (off, epoch, meta) = committed_fields(c);
+                    let r = OffsetFetchResponsePartition::default().with_partition_index(p).with_committed_offset(off).with_metadata(Some(sb(meta)));
+                    if v >= 5 { r.with_committed_leader_epoch(epoch) } else { r }
+                })
+                .collect();
+            OffsetFetchResponseTopic::default().with_name(sb(t).into()).with_partitions(partitions)
+        })
+        .collect();
+    OffsetFetchResponse::default().with_topics(topics)
+}
+
+pub async fn offset_delete(ctx: &Ctx<'_>, req: OffsetDeleteRequest) -> OffsetDeleteResponse {
+    let topics = req.topics.iter().map(|t| (t.name.0.to_string(), t.partitions.iter().map(|p| p.partition_index).collect())).collect();
+    match ctx.broker.groups.delete_offsets(ctx.broker, &req.group_id.0, topics) {
+        Err(e) => OffsetDeleteResponse::default().with_error_code(e.code()),
+        Ok(rs) => OffsetDeleteResponse::default().with_topics(
+            rs.into_iter()
+                .map(|(t, ps)| {
+                    OffsetDeleteResponseTopic::default().with_name(sb(t).into()).with_partitions(
+                        ps.into_iter()
+                            .map(|(p, r)| OffsetDeleteResponsePartition::default().with_partition_index(p).with_error_code(r.err().map_or(0, |e| e.code())))
+                            .collect(),
+                    )
+                })
+                .collect(),
+        ),
+    }
+}

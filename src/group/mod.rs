@@ -1,0 +1,546 @@
+//! The group coordinator: classic groups and their committed offsets, kept in the
+//! internal compacted topic `__consumer_offsets` and rebuilt from it on startup.
+//!
+//! The rebalance logic lives in [`classic`] and knows nothing of time or sockets;
+//! this module feeds it requests and clock ticks, parks requests that must wait
+//! (JoinGroup, SyncGroup) on one-shot channels, and persists what changed.
+
+pub mod classic;
+pub mod consumer_protocol;
+pub mod store;
+
+use std::collections::{BTreeMap, HashMap};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
+
+use crate::broker::{now_ms, Broker, CreateRequest};
+use crate::error::{Error, Result};
+use crate::log::records;
+use classic::{Group, GroupConfig, JoinRequest, JoinResponse, Reply, State, SyncResponse, Ticket};
+use store::{GroupValue, Key, MemberValue, OffsetValue};
+
+/// The internal topic holding group state.
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+/// Largest offset metadata string accepted (Kafka's `offset.metadata.max.bytes`).
+pub const MAX_METADATA: usize = 4096;
+
+/// A committed offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    pub offset: i64,
+    pub leader_epoch: i32,
+    pub metadata: String,
+    pub commit_ts: i64,
+}
+
+/// A group and its offsets.
+struct Entry {
+    group: Group,
+    offsets: BTreeMap<(String, i32), Committed>,
+}
+
+#[derive(Default)]
+struct Inner {
+    groups: HashMap<String, Entry>,
+    waiters: HashMap<Ticket, oneshot::Sender<Reply>>,
+    next_ticket: Ticket,
+}
+
+/// The coordinator for every group on this broker.
+pub struct Coordinator {
+    inner: Mutex<Inner>,
+    pub config: GroupConfig,
+    offsets_partitions: i32,
+    retention_ms: i64,
+}
+
+/// One offset to commit.
+#[derive(Debug, Clone)]
+pub struct CommitItem {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub leader_epoch: i32,
+    pub metadata: Option<String>,
+}
+
+/// What DescribeGroups shows of a group.
+#[derive(Debug, Clone)]
+pub struct Description {
+    pub state: &'static str,
+    pub protocol_type: String,
+    pub protocol: String,
+    /// (member id, instance id, client id, host, metadata, assignment)
+    pub members: Vec<(String, Option<String>, String, String, Bytes, Bytes)>,
+}
+
+fn dispatch(inner: &mut Inner, replies: Vec<Reply>) {
+    for r in replies {
+        let t = match &r {
+            Reply::Join(t, _) | Reply::Sync(t, _) => *t,
+        };
+        if let Some(tx) = inner.waiters.remove(&t) {
+            let _ = tx.send(r);
+        }
+    }
+}
+
+impl Coordinator {
+    pub fn new(config: GroupConfig, offsets_partitions: i32, retention_ms: i64) -> Coordinator {
+        Coordinator { inner: Mutex::new(Inner::default()), config, offsets_partitions, retention_ms }
+    }
+
+    fn ticket(inner: &mut Inner) -> (Ticket, oneshot::Receiver<Reply>) {
+        inner.next_ticket += 1;
+        let (tx, rx) = oneshot::channel();
+        inner.waiters.insert(inner.next_ticket, tx);
+        (inner.next_ticket, rx)
+    }
+
+    /// Appends records for `group` to its `__consumer_offsets` partition.
+    fn write(&self, broker: &Broker, group: &str, recs: &[(Vec<u8>, Option<Vec<u8>>)]) -> Result<()> {
+        if recs.is_empty() {
+            return Ok(());
+        }
+        let topic = match broker.topic(OFFSETS_TOPIC) {
+            Some(t) => t,
+            None => {
+                let mut configs = BTreeMap::new();
+                configs.insert("cleanup.policy".to_string(), "compact".to_string());
+                configs.insert("segment.bytes".to_string(), "104857600".to_string());
+                let req = CreateRequest { name: OFFSETS_TOPIC.into(), partitions: self.offsets_partitions, replication_factor: -1, assignments: vec![], configs };
+                match broker.create_topic(&req) {
+                    Ok(t) => t,
+                    Err(Error::TopicAlreadyExists(_)) => broker.topic(OFFSETS_TOPIC).ok_or(Error::CoordinatorNotAvailable)?,
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        let p = store::partition_for(group, topic.partitions.len() as i32);
+        let part = topic.partitions.get(p as usize).ok_or(Error::CoordinatorNotAvailable)?;
+        let refs: Vec<(Option<&[u8]>, Option<&[u8]>)> = recs.iter().map(|(k, v)| (Some(k.as_slice()), v.as_deref())).collect();
+        part.append_internal(&records::build(&refs, now_ms()), now_ms())?;
+        Ok(())
+    }
+
+    fn group_record(group: &Group) -> (Vec<u8>, Option<Vec<u8>>) {
+        let key = Key::Group { group: group.id.clone() }.encode();
+        if group.state == State::Dead {
+            return (key, None);
+        }
+        let proto = group.protocol.clone().unwrap_or_default();
+        let value = GroupValue {
+            v: 0,
+            protocol_type: group.protocol_type.clone(),
+            generation: group.generation,
+            protocol: group.protocol.clone(),
+            leader: group.leader.clone(),
+            state_ts: group.state_since,
+            members: group
+                .members
+                .values()
+                .map(|m| MemberValue {
+                    id: m.id.clone(),
+                    instance_id: m.instance_id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
+                    session_timeout_ms: m.session_timeout_ms,
+                    rebalance_timeout_ms: m.rebalance_timeout_ms,
+                    subscription: store::hex(&m.metadata(&proto)),
+                    assignment: store::hex(&m.assignment),
+                })
+                .collect(),
+        };
+        (key, Some(serde_json::to_vec(&value).expect("serializable")))
+    }
+
+    /// Writes the group's metadata if it changed and is at rest (Stable, Empty or Dead).
+    fn persist_group(&self, broker: &Broker, entry: &mut Entry) {
+        let g = &mut entry.group;
+        if !g.dirty || !matches!(g.state, State::Stable | State::Empty | State::Dead) {
+            return;
+        }
+        g.dirty = false;
+        if let Err(e) = self.write(broker, &g.id.clone(), &[Self::group_record(g)]) {
+            tracing::warn!(group = %g.id, error = %e, "could not persist group metadata");
+        }
+    }
+
+    /// JoinGroup. Waits, when the protocol says so, until the rebalance completes.
+    pub async fn join(&self, broker: &Broker, group_id: &str, req: JoinRequest) -> JoinResponse {
+        let member = req.member_id.clone();
+        let rx = {
+            let mut inner = self.inner.lock();
+            let now = now_ms();
+            let (ticket, rx) = Self::ticket(&mut inner);
+            let entry = inner.groups.entry(group_id.to_string()).or_insert_with(|| Entry { group: Group::new(group_id, now), offsets: BTreeMap::new() });
+            if entry.group.state == State::Dead {
+                entry.group = Group::new(group_id, now);
+            }
+            let (immediate, replies) = entry.group.join(req, ticket, &self.config, now);
+            let mut entry_taken = inner.groups.remove(group_id).expect("just inserted");
+            self.persist_group(broker, &mut entry_taken);
+            inner.groups.insert(group_id.to_string(), entry_taken);
+            dispatch(&mut inner, replies);
+            if let Some(r) = immediate {
+                inner.waiters.remove(&ticket);
+                return r;
+            }
+            rx
+        };
+        match rx.await {
+            Ok(Reply::Join(_, r)) => r,
+            _ => JoinResponse {
+                error: Some(Error::UnknownMemberId(member.clone())),
+                generation: -1,
+                protocol_type: None,
+                protocol: None,
+                leader: String::new(),
+                member_id: member,
+                members: vec![],
+                skip_assignment: false,
+            },
+        }
+    }
+
+    /// SyncGroup. Followers wait for the leader's assignment.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn sync(
+        &self,
+        broker: &Broker,
+        group_id: &str,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation: i32,
+        protocol_type: Option<&str>,
+        protocol: Option<&str>,
+        assignments: Vec<(String, Bytes)>,
+    ) -> SyncResponse {
+        let rx = {
+            let mut inner = self.inner.lock();
+            let (ticket, rx) = Self::ticket(&mut inner);
+            let Some(mut entry) = inner.groups.remove(group_id) else {
+                inner.waiters.remove(&ticket);
+                return SyncResponse { error: Some(Error::UnknownMemberId(member_id.into())), protocol_type: None, protocol: None, assignment: Bytes::new() };
+            };
+            let (immediate, replies) = entry.group.sync(member_id, instance_id, generation, protocol_type, protocol, assignments, ticket, now_ms());
+            self.persist_group(broker, &mut entry);
+            inner.groups.insert(group_id.to_string(), entry);
+            dispatch(&mut inner, replies);
+            if let Some(r) = immediate {
+                inner.waiters.remove(&ticket);
+                return r;
+            }
+            rx
+        };
+        match rx.await {
+            Ok(Reply::Sync(_, r)) => r,
+            _ => SyncResponse { error: Some(Error::RebalanceInProgress), protocol_type: None, protocol: None, assignment: Bytes::new() },
+        }
+    }
+
+    /// Heartbeat.
+    pub fn heartbeat(&self, group_id: &str, member_id: &str, instance_id: Option<&str>, generation: i32) -> Result<()> {
+        let mut inner = self.inner.lock();
+        let entry = inner.groups.get_mut(group_id).ok_or_else(|| Error::UnknownMemberId(member_id.into()))?;
+        entry.group.heartbeat(member_id, instance_id, generation, now_ms())
+    }
+
+    /// LeaveGroup for one member.
+    pub fn leave(&self, broker: &Broker, group_id: &str, member_id: &str, instance_id: Option<&str>) -> Result<()> {
+        let mut inner = self.inner.lock();
+        let mut entry = inner.groups.remove(group_id).ok_or_else(|| Error::UnknownMemberId(member_id.into()))?;
+        let result = entry.group.leave(member_id, instance_id, &self.config, now_ms());
+        self.persist_group(broker, &mut entry);
+        inner.groups.insert(group_id.to_string(), entry);
+        let replies = result?;
+        dispatch(&mut inner, replies);
+        Ok(())
+    }
+
+    /// Runs timeouts for every group; called a few times a second.
+    pub fn tick(&self, broker: &Broker) {
+        let now = now_ms();
+        let mut inner = self.inner.lock();
+        let ids: Vec<String> = inner.groups.keys().cloned().collect();
+        for id in ids {
+            let mut entry = inner.groups.remove(&id).expect("listed");
+            let replies = entry.group.tick(&self.config, now);
+            self.persist_group(broker, &mut entry);
+            inner.groups.insert(id, entry);
+            dispatch(&mut inner, replies);
+        }
+    }
+
+    /// OffsetCommit: validates the member, then stores each offset. The outer error
+    /// applies to every partition.
+    pub fn commit(&self, broker: &Broker, group_id: &str, member_id: &str, instance_id: Option<&str>, generation: i32, items: Vec<CommitItem>) -> Result<Vec<(CommitItem, Result<()>)>> {
+        if group_id.is_empty() {
+            return Err(Error::InvalidGroupId);
+        }
+        let now = now_ms();
+        let mut inner = self.inner.lock();
+        match inner.groups.get_mut(group_id) {
+            None if generation >= 0 => return Err(Error::IllegalGeneration(generation)),
+            None => {
+                inner.groups.insert(group_id.to_string(), Entry { group: Group::new(group_id, now), offsets: BTreeMap::new() });
+            }
+            Some(e) => {
+                let g = &mut e.group;
+                let simple = generation < 0 && member_id.is_empty() && g.state == State::Empty;
+                if !simple {
+                    match g.state {
+                        State::Dead => return Err(Error::CoordinatorNotAvailable),
+                        State::Empty => return Err(Error::UnknownMemberId(member_id.into())),
+                        State::CompletingRebalance => {
+                            g.validate_member(member_id, instance_id, generation)?;
+                            return Err(Error::RebalanceInProgress);
+                        }
+                        _ => {
+                            g.validate_member(member_id, instance_id, generation)?;
+                            // A commit counts as a sign of life, as in Kafka.
+                            let _ = g.heartbeat(member_id, instance_id, generation, now);
+                        }
+                    }
+                }
+            }
+        }
+        let mut results = Vec::with_capacity(items.len());
+        let mut recs = Vec::new();
+        let mut accepted = Vec::new();
+        for it in items {
+            let check = if it.metadata.as_ref().is_some_and(|m| m.len() > MAX_METADATA) {
+                Err(Error::OffsetMetadataTooLarge)
+            } else if broker.partition(&it.topic, it.partition).is_none() {
+                Err(Error::UnknownTopicOrPartition)
+            } else {
+                Ok(())
+            };
+            if check.is_ok() {
+                let c = Committed { offset: it.offset, leader_epoch: it.leader_epoch, metadata: it.metadata.clone().unwrap_or_default(), commit_ts: now };
+                let v = OffsetValue { v: 0, offset: c.offset, leader_epoch: c.leader_epoch, metadata: c.metadata.clone(), commit_ts: now };
+                recs.push((Key::Offset { group: group_id.into(), topic: it.topic.clone(), partition: it.partition }.encode(), Some(serde_json::to_vec(&v).expect("serializable"))));
+                accepted.push(((it.topic.clone(), it.partition), c));
+            }
+            results.push((it, check));
+        }
+        if let Err(e) = self.write(broker, group_id, &recs) {
+            return Ok(results.into_iter().map(|(it, r)| (it, r.and(Err(e.clone())))).collect());
+        }
+        let entry = inner.groups.get_mut(group_id).expect("present");
+        entry.offsets.extend(accepted);
+        Ok(results)
+    }
+
+    /// OffsetFetch: the committed offset of each asked partition, or of all of them.
+    pub fn fetch_offsets(&self, group_id: &str, wanted: Option<Vec<(String, Vec<i32>)>>) -> Vec<(String, Vec<(i32, Option<Committed>)>)> {
+        let inner = self.inner.lock();
+        let offsets = inner.groups.get(group_id).map(|e| &e.offsets);
+        match wanted {
+            Some(topics) => topics
+                .into_iter()
+                .map(|(t, parts)| {
+                    let ps = parts.into_iter().map(|p| (p, offsets.and_then(|o| o.get(&(t.clone(), p)).cloned()))).collect();
+                    (t, ps)
+                })
+                .collect(),
+            None => {
+                let mut by_topic: BTreeMap<String, Vec<(i32, Option<Committed>)>> = BTreeMap::new();
+                for ((t, p), c) in offsets.into_iter().flatten() {
+                    by_topic.entry(t.clone()).or_default().push((*p, Some(c.clone())));
+                }
+                by_topic.into_iter().collect()
+            }
+        }
+    }
+
+    /// OffsetDelete: refuses topics the group is still subscribed to.
+    pub fn delete_offsets(&self, broker: &Broker, group_id: &str, topics: Vec<(String, Vec<i32>)>) -> Result<Vec<(String, Vec<(i32, Result<()>)>)>> {
+        let mut inner = self.inner.lock();
+        let entry = inner.groups.get_mut(group_id).ok_or_else(|| Error::GroupIdNotFound(group_id.into()))?;
+        if entry.group.state == State::Dead {
+            return Err(Error::GroupIdNotFound(group_id.into()));
+        }
+        let subscribed = if entry.group.state == State::Empty { Some(Default::default()) } else { entry.group.subscribed_topics() };
+        if entry.group.state != State::Empty && entry.group.protocol_type.as_deref() != Some("consumer") {
+            return Err(Error::NonEmptyGroup(group_id.into()));
+        }
+        let subscribed = subscribed.unwrap_or_default();
+        let mut recs = Vec::new();
+        let mut out = Vec::new();
+        for (t, parts) in topics {
+            let mut rs = Vec::new();
+            for p in parts {
+                if subscribed.contains(&t) {
+                    rs.push((p, Err(Error::GroupSubscribedToTopic)));
+                } else {
+                    if entry.offsets.remove(&(t.clone(), p)).is_some() {
+                        recs.push((Key::Offset { group: group_id.into(), topic: t.clone(), partition: p }.encode(), None));
+                    }
+                    rs.push((p, Ok(())));
+                }
+            }
+            out.push((t, rs));
+        }
+        self.write(broker, group_id, &recs)?;
+        Ok(out)
+    }
+
+    /// DeleteGroups for one group.
+    pub fn delete_group(&self, broker: &Broker, group_id: &str) -> Result<()> {
+        let mut inner = self.inner.lock();
+        let entry = inner.groups.get_mut(group_id).ok_or_else(|| Error::GroupIdNotFound(group_id.into()))?;
+        match entry.group.state {
+            State::Dead => return Err(Error::GroupIdNotFound(group_id.into())),
+            State::Empty => {}
+            _ => return Err(Error::NonEmptyGroup(group_id.into())),
+        }
+        let mut recs: Vec<(Vec<u8>, Option<Vec<u8>>)> = entry
+            .offsets
+            .keys()
+            .map(|(t, p)| (Key::Offset { group: group_id.into(), topic: t.clone(), partition: *p }.encode(), None))
+            .collect();
+        recs.push((Key::Group { group: group_id.into() }.encode(), None));
+        self.write(broker, group_id, &recs)?;
+        inner.groups.remove(group_id);
+        Ok(())
+    }
+
+    /// ListGroups: (group id, protocol type, state).
+    pub fn list(&self) -> Vec<(String, String, &'static str)> {
+        let inner = self.inner.lock();
+        let mut v: Vec<_> = inner
+            .groups
+            .values()
+            .filter(|e| e.group.state != State::Dead)
+            .map(|e| (e.group.id.clone(), e.group.protocol_type.clone().unwrap_or_default(), e.group.state.name()))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// DescribeGroups for one group; None if it doesn't exist.
+    pub fn describe(&self, group_id: &str) -> Option<Description> {
+        let inner = self.inner.lock();
+        let g = &inner.groups.get(group_id)?.group;
+        let proto = g.protocol.clone().unwrap_or_default();
+        let show_assign = g.state == State::Stable;
+        Some(Description {
+            state: g.state.name(),
+            protocol_type: g.protocol_type.clone().unwrap_or_default(),
+            protocol: if g.state == State::Stable || g.state == State::CompletingRebalance { proto.clone() } else { String::new() },
+            members: g
+                .members
+                .values()
+                .map(|m| {
+                    let assignment = if show_assign { m.assignment.clone() } else { Bytes::new() };
+                    (m.id.clone(), m.instance_id.clone(), m.client_id.clone(), m.client_host.clone(), m.metadata(&proto), assignment)
+                })
+                .collect(),
+        })
+    }
+
+    /// Expires offsets past `offsets.retention.minutes` and drops groups left with nothing.
+    pub fn expire_offsets(&self, broker: &Broker) {
+        let now = now_ms();
+        let mut inner = self.inner.lock();
+        let ids: Vec<String> = inner.groups.keys().cloned().collect();
+        for id in ids {
+            let entry = inner.groups.get_mut(&id).expect("listed");
+            if entry.group.state != State::Empty {
+                continue;
+            }
+            let since_empty = entry.group.protocol_type.is_some().then_some(entry.group.state_since);
+            let expired: Vec<(String, i32)> = entry
+                .offsets
+                .iter()
+                .filter(|(_, c)| now - since_empty.unwrap_or(c.commit_ts) >= self.retention_ms)
+                .map(|(k, _)| k.clone())
+                .collect();
+            let mut recs: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+            for (t, p) in &expired {
+                entry.offsets.remove(&(t.clone(), *p));
+                recs.push((Key::Offset { group: id.clone(), topic: t.clone(), partition: *p }.encode(), None));
+            }
+            let drop_group = entry.offsets.is_empty() && !expired.is_empty();
+            if drop_group {
+                recs.push((Key::Group { group: id.clone() }.encode(), None));
+                inner.groups.remove(&id);
+            }
+            if !recs.is_empty() {
+                tracing::info!(group = %id, offsets = expired.len(), "expired committed offsets");
+                if let Err(e) = self.write(broker, &id, &recs) {
+                    tracing::warn!(group = %id, error = %e, "could not write offset expiry");
+                }
+            }
+        }
+    }
+
+    /// Rebuilds groups and offsets from `__consumer_offsets`.
+    pub fn load(&self, broker: &Broker) -> Result<()> {
+        let Some(topic) = broker.topic(OFFSETS_TOPIC) else { return Ok(()) };
+        let now = now_ms();
+        let mut groups: HashMap<String, Option<GroupValue>> = HashMap::new();
+        let mut offsets: HashMap<(String, String, i32), Option<OffsetValue>> = HashMap::new();
+        for p in &topic.partitions {
+            let mut offset = p.with_state(|s| s.log.log_start_offset());
+            loop {
+                let data = match p.fetch(offset, 4 << 20, true, -1) {
+                    Ok(d) => d,
+                    Err(Error::OffsetOutOfRange(_)) => break,
+                    Err(e) => return Err(e),
+                };
+                if data.records.is_empty() {
+                    break;
+                }
+                for b in records::batches(&data.records) {
+                    let Some((h, recs)) = records::parse(b) else { continue };
+                    offset = h.last_offset() + 1;
+                    for r in recs {
+                        let Some(key) = r.key.as_deref().and_then(Key::decode) else { continue };
+                        match key {
+                            Key::Group { group } => {
+                                groups.insert(group, r.value.and_then(|v| serde_json::from_slice(&v).ok()));
+                            }
+                            Key::Offset { group, topic, partition } => {
+                                offsets.insert((group, topic, partition), r.value.and_then(|v| serde_json::from_slice(&v).ok()));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut inner = self.inner.lock();
+        for (id, v) in groups {
+            let Some(v) = v else { continue };
+            let members = v
+                .members
+                .into_iter()
+                .map(|m| {
+                    let proto = v.protocol.clone().unwrap_or_default();
+                    let sub = store::unhex(&m.subscription).unwrap_or_default();
+                    Group::stored_member(m.id, m.instance_id, m.client_id, m.client_host, v.protocol_type.clone().unwrap_or_default(), vec![(proto, Bytes::from(sub))], m.session_timeout_ms, m.rebalance_timeout_ms, Bytes::from(store::unhex(&m.assignment).unwrap_or_default()))
+                })
+                .collect();
+            let mut g = Group::restore(&id, v.generation, v.protocol_type, v.protocol, v.leader, members, now);
+            if g.state == State::Empty {
+                g.state_since = v.state_ts;
+            }
+            inner.groups.insert(id, Entry { group: g, offsets: BTreeMap::new() });
+        }
+        let mut count = 0;
+        for ((g, t, p), v) in offsets {
+            let Some(v) = v else { continue };
+            let entry = inner.groups.entry(g.clone()).or_insert_with(|| Entry { group: Group::new(&g, now), offsets: BTreeMap::new() });
+            entry.offsets.insert((t, p), Committed { offset: v.offset, leader_epoch: v.leader_epoch, metadata: v.metadata, commit_ts: v.commit_ts });
+            count += 1;
+        }
+        tracing::info!(groups = inner.groups.len(), offsets = count, "loaded group state from {OFFSETS_TOPIC}");
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
