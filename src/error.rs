@@ -75,6 +75,16 @@ pub enum Error {
     OffsetMetadataTooLarge,
     #[error("the group has reached its maximum size")]
     GroupMaxSizeReached,
+    #[error("member epoch {got} is fenced: the coordinator has {current}")]
+    FencedMemberEpoch { got: i32, current: i32 },
+    #[error("member epoch {0} is stale")]
+    StaleMemberEpoch(i32),
+    #[error("instance id {0} is still owned by another member")]
+    UnreleasedInstanceId(String),
+    #[error("unsupported assignor {0}")]
+    UnsupportedAssignor(String),
+    #[error("invalid regular expression: {0}")]
+    InvalidRegularExpression(String),
     #[error("coordinator not available")]
     CoordinatorNotAvailable,
     #[error("unsupported: {0}")]
@@ -131,6 +141,11 @@ impl Error {
             GroupSubscribedToTopic => ResponseError::GroupSubscribedToTopic,
             OffsetMetadataTooLarge => ResponseError::OffsetMetadataTooLarge,
             GroupMaxSizeReached => ResponseError::GroupMaxSizeReached,
+            FencedMemberEpoch { .. } => ResponseError::FencedMemberEpoch,
+            StaleMemberEpoch(_) => ResponseError::StaleMemberEpoch,
+            UnreleasedInstanceId(_) => ResponseError::UnreleasedInstanceId,
+            UnsupportedAssignor(_) => ResponseError::UnsupportedAssignor,
+            InvalidRegularExpression(_) => ResponseError::InvalidRegularExpression,
             CoordinatorNotAvailable => ResponseError::CoordinatorNotAvailable,
             Unsupported(_) => ResponseError::UnsupportedVersion,
             ResourceNotFound(_) => ResponseError::ResourceNotFound,

@@ -108,12 +108,12 @@ pub async fn list_groups(ctx: &Ctx<'_>, req: ListGroupsRequest) -> ListGroupsRes
         .groups
         .list()
         .into_iter()
-        .filter(|(_, _, st)| states.is_empty() || states.contains(&st.to_lowercase()))
-        .filter(|_| types.is_empty() || types.iter().any(|t| t == "classic"))
-        .map(|(id, pt, st)| {
+        .filter(|(_, _, st, _)| states.is_empty() || states.contains(&st.to_lowercase()))
+        .filter(|(_, _, _, ty)| types.is_empty() || types.iter().any(|t| t == ty))
+        .map(|(id, pt, st, ty)| {
             let g = ListedGroup::default().with_group_id(sb(id).into()).with_protocol_type(sb(pt));
             let g = if v >= 4 { g.with_group_state(sb(st)) } else { g };
-            if v >= 5 { g.with_group_type(sb("classic")) } else { g }
+            if v >= 5 { g.with_group_type(sb(ty)) } else { g }
         })
         .collect();
     ListGroupsResponse::default().with_groups(groups)
@@ -127,6 +127,10 @@ pub async fn describe_groups(ctx: &Ctx<'_>, req: DescribeGroupsRequest) -> Descr
         .map(|gid| {
             let g = DescribedGroup::default().with_group_id(gid.clone());
             let g = if v >= 3 { g.with_authorized_operations(i32::MIN) } else { g };
+            if ctx.broker.groups.consumer_describe(&gid.0).is_ok() {
+                let e = Error::GroupIdNotFound(format!("group {} is not a classic group", &*gid.0));
+                return g.with_error_code(e.code()).with_error_message((v >= 6).then(|| sb(e.message()))).with_group_state(sb("Dead"));
+            }
             match ctx.broker.groups.describe(&gid.0) {
                 None if v >= 6 => {
                     let e = Error::GroupIdNotFound(gid.0.to_string());

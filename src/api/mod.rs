@@ -4,6 +4,7 @@
 mod admin;
 mod api_versions;
 mod configs;
+mod consumer_groups;
 mod coordinator;
 mod fetch;
 mod groups;
@@ -101,6 +102,8 @@ apis! {
     IncrementalAlterConfigs: IncrementalAlterConfigsRequest => configs::incremental_alter_configs [0, 1] always;
     OffsetDelete: OffsetDeleteRequest => offsets::offset_delete [0, 0] always;
     DescribeCluster: DescribeClusterRequest => metadata::describe_cluster [0, 2] always;
+    ConsumerGroupHeartbeat: ConsumerGroupHeartbeatRequest => consumer_groups::heartbeat [0, 1] always;
+    ConsumerGroupDescribe: ConsumerGroupDescribeRequest => consumer_groups::describe [0, 1] always;
 }
 
 /// The versions of `key` this broker serves.

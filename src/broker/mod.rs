@@ -75,8 +75,15 @@ impl Broker {
             initial_rebalance_delay_ms: config.get_i64("group.initial.rebalance.delay.ms"),
             max_size: config.get_i64("group.max.size").clamp(1, i32::MAX as i64) as usize,
         };
+        let consumer_config = crate::group::consumer::ConsumerConfig {
+            session_timeout_ms: config.get_i64("group.consumer.session.timeout.ms"),
+            heartbeat_interval_ms: config.get_i64("group.consumer.heartbeat.interval.ms").clamp(1, i32::MAX as i64) as i32,
+            assignors: config.get("group.consumer.assignors").split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+            max_size: config.get_i64("group.consumer.max.size").clamp(1, i32::MAX as i64) as usize,
+        };
         let groups = Coordinator::new(
             group_config,
+            consumer_config,
             config.get_i64("offsets.topic.num.partitions").clamp(1, 10_000) as i32,
             config.get_i64("offsets.retention.minutes").saturating_mul(60_000),
         );

@@ -5,7 +5,9 @@
 //! this module feeds it requests and clock ticks, parks requests that must wait
 //! (JoinGroup, SyncGroup) on one-shot channels, and persists what changed.
 
+mod assignor;
 pub mod classic;
+pub mod consumer;
 pub mod consumer_protocol;
 pub mod store;
 
@@ -19,7 +21,8 @@ use crate::broker::{now_ms, Broker, CreateRequest};
 use crate::error::{Error, Result};
 use crate::log::records;
 use classic::{Group, GroupConfig, JoinRequest, JoinResponse, Reply, State, SyncResponse, Ticket};
-use store::{GroupValue, Key, MemberValue, OffsetValue};
+use consumer::{ConsumerConfig, ConsumerGroup, Heartbeat, HeartbeatReply, Topics};
+use store::{ConsumerGroupValue, GroupValue, Key, MemberValue, OffsetValue};
 
 /// The internal topic holding group state.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -38,7 +41,25 @@ pub struct Committed {
 /// A group and its offsets.
 struct Entry {
     group: Group,
+    /// Set when this is a KIP-848 consumer group rather than a classic one.
+    modern: Option<ConsumerGroup>,
     offsets: BTreeMap<(String, i32), Committed>,
+}
+
+impl Entry {
+    fn new(id: &str, now: i64) -> Entry {
+        Entry { group: Group::new(id, now), modern: None, offsets: BTreeMap::new() }
+    }
+
+    /// A consumer group with members, which classic requests must not touch.
+    fn is_active_modern(&self) -> bool {
+        self.modern.as_ref().is_some_and(|m| !m.members.is_empty())
+    }
+}
+
+/// Topic names to ids and partition counts, as consumer groups see them.
+fn topics_view(broker: &Broker) -> Topics {
+    broker.all_topics().iter().map(|t| (t.record.name.clone(), (t.record.id, t.partitions.len() as i32))).collect()
 }
 
 #[derive(Default)]
@@ -52,6 +73,7 @@ struct Inner {
 pub struct Coordinator {
     inner: Mutex<Inner>,
     pub config: GroupConfig,
+    pub consumer_config: ConsumerConfig,
     offsets_partitions: i32,
     retention_ms: i64,
 }
@@ -88,8 +110,8 @@ fn dispatch(inner: &mut Inner, replies: Vec<Reply>) {
 }
 
 impl Coordinator {
-    pub fn new(config: GroupConfig, offsets_partitions: i32, retention_ms: i64) -> Coordinator {
-        Coordinator { inner: Mutex::new(Inner::default()), config, offsets_partitions, retention_ms }
+    pub fn new(config: GroupConfig, consumer_config: ConsumerConfig, offsets_partitions: i32, retention_ms: i64) -> Coordinator {
+        Coordinator { inner: Mutex::new(Inner::default()), config, consumer_config, offsets_partitions, retention_ms }
     }
 
     fn ticket(inner: &mut Inner) -> (Ticket, oneshot::Receiver<Reply>) {
@@ -168,6 +190,47 @@ impl Coordinator {
         }
     }
 
+    fn persist_modern(&self, broker: &Broker, group_id: &str, entry: &mut Entry) {
+        let Some(m) = entry.modern.as_mut().filter(|m| m.dirty) else { return };
+        m.dirty = false;
+        let value = serde_json::to_vec(&ConsumerGroupValue { v: 0, group: m.clone() }).expect("serializable");
+        if let Err(e) = self.write(broker, group_id, &[(Key::ConsumerGroup { group: group_id.into() }.encode(), Some(value))]) {
+            tracing::warn!(group = %group_id, error = %e, "could not persist consumer group");
+        }
+    }
+
+    /// ConsumerGroupHeartbeat (KIP-848).
+    pub fn consumer_heartbeat(&self, broker: &Broker, group_id: &str, hb: Heartbeat) -> Result<HeartbeatReply> {
+        if group_id.is_empty() {
+            return Err(Error::InvalidRequest("GroupId can't be empty.".into()));
+        }
+        let topics = topics_view(broker);
+        let now = now_ms();
+        let mut inner = self.inner.lock();
+        let entry = inner.groups.entry(group_id.to_string()).or_insert_with(|| Entry::new(group_id, now));
+        if entry.modern.is_none() {
+            if !matches!(entry.group.state, State::Empty | State::Dead) {
+                return Err(Error::GroupIdNotFound(format!("{group_id} is a classic group")));
+            }
+            entry.modern = Some(ConsumerGroup::new(group_id));
+        }
+        let reply = entry.modern.as_mut().expect("set").heartbeat(hb, &topics, &self.consumer_config, now);
+        let mut entry = inner.groups.remove(group_id).expect("present");
+        self.persist_modern(broker, group_id, &mut entry);
+        inner.groups.insert(group_id.to_string(), entry);
+        reply
+    }
+
+    /// ConsumerGroupDescribe: the group, or GROUP_ID_NOT_FOUND.
+    pub fn consumer_describe(&self, group_id: &str) -> Result<ConsumerGroup> {
+        let inner = self.inner.lock();
+        inner
+            .groups
+            .get(group_id)
+            .and_then(|e| e.modern.clone())
+            .ok_or_else(|| Error::GroupIdNotFound(format!("{group_id} is not a consumer group")))
+    }
+
     /// JoinGroup. Waits, when the protocol says so, until the rebalance completes.
     pub async fn join(&self, broker: &Broker, group_id: &str, req: JoinRequest) -> JoinResponse {
         let member = req.member_id.clone();
@@ -175,9 +238,22 @@ impl Coordinator {
             let mut inner = self.inner.lock();
             let now = now_ms();
             let (ticket, rx) = Self::ticket(&mut inner);
-            let entry = inner.groups.entry(group_id.to_string()).or_insert_with(|| Entry { group: Group::new(group_id, now), offsets: BTreeMap::new() });
+            let entry = inner.groups.entry(group_id.to_string()).or_insert_with(|| Entry::new(group_id, now));
             if entry.group.state == State::Dead {
                 entry.group = Group::new(group_id, now);
+            }
+            if entry.is_active_modern() {
+                inner.waiters.remove(&ticket);
+                return JoinResponse {
+                    error: Some(Error::InconsistentGroupProtocol),
+                    generation: -1,
+                    protocol_type: None,
+                    protocol: None,
+                    leader: String::new(),
+                    member_id: member,
+                    members: vec![],
+                    skip_assignment: false,
+                };
             }
             let (immediate, replies) = entry.group.join(req, ticket, &self.config, now);
             let mut entry_taken = inner.groups.remove(group_id).expect("just inserted");
@@ -263,12 +339,17 @@ impl Coordinator {
     /// Runs timeouts for every group; called a few times a second.
     pub fn tick(&self, broker: &Broker) {
         let now = now_ms();
+        let mut topics: Option<Topics> = None;
         let mut inner = self.inner.lock();
         let ids: Vec<String> = inner.groups.keys().cloned().collect();
         for id in ids {
             let mut entry = inner.groups.remove(&id).expect("listed");
             let replies = entry.group.tick(&self.config, now);
             self.persist_group(broker, &mut entry);
+            if let Some(m) = entry.modern.as_mut() {
+                m.tick(topics.get_or_insert_with(|| topics_view(broker)), &self.consumer_config, now);
+                self.persist_modern(broker, &id, &mut entry);
+            }
             inner.groups.insert(id, entry);
             dispatch(&mut inner, replies);
         }
@@ -285,7 +366,14 @@ impl Coordinator {
         match inner.groups.get_mut(group_id) {
             None if generation >= 0 => return Err(Error::IllegalGeneration(generation)),
             None => {
-                inner.groups.insert(group_id.to_string(), Entry { group: Group::new(group_id, now), offsets: BTreeMap::new() });
+                inner.groups.insert(group_id.to_string(), Entry::new(group_id, now));
+            }
+            Some(e) if e.modern.is_some() => {
+                let m = e.modern.as_ref().expect("modern");
+                let simple = generation < 0 && member_id.is_empty() && m.members.is_empty();
+                if !simple {
+                    m.validate_member_epoch(member_id, generation)?;
+                }
             }
             Some(e) => {
                 let g = &mut e.group;
@@ -363,8 +451,12 @@ impl Coordinator {
         if entry.group.state == State::Dead {
             return Err(Error::GroupIdNotFound(group_id.into()));
         }
-        let subscribed = if entry.group.state == State::Empty { Some(Default::default()) } else { entry.group.subscribed_topics() };
-        if entry.group.state != State::Empty && entry.group.protocol_type.as_deref() != Some("consumer") {
+        let subscribed = match &entry.modern {
+            Some(m) => Some(m.subscribed_names(&topics_view(broker)).into_iter().collect()),
+            None if entry.group.state == State::Empty => Some(Default::default()),
+            None => entry.group.subscribed_topics(),
+        };
+        if entry.modern.is_none() && entry.group.state != State::Empty && entry.group.protocol_type.as_deref() != Some("consumer") {
             return Err(Error::NonEmptyGroup(group_id.into()));
         }
         let subscribed = subscribed.unwrap_or_default();
@@ -392,6 +484,9 @@ impl Coordinator {
     pub fn delete_group(&self, broker: &Broker, group_id: &str) -> Result<()> {
         let mut inner = self.inner.lock();
         let entry = inner.groups.get_mut(group_id).ok_or_else(|| Error::GroupIdNotFound(group_id.into()))?;
+        if entry.is_active_modern() {
+            return Err(Error::NonEmptyGroup(group_id.into()));
+        }
         match entry.group.state {
             State::Dead => return Err(Error::GroupIdNotFound(group_id.into())),
             State::Empty => {}
@@ -403,28 +498,36 @@ impl Coordinator {
             .map(|(t, p)| (Key::Offset { group: group_id.into(), topic: t.clone(), partition: *p }.encode(), None))
             .collect();
         recs.push((Key::Group { group: group_id.into() }.encode(), None));
+        recs.push((Key::ConsumerGroup { group: group_id.into() }.encode(), None));
         self.write(broker, group_id, &recs)?;
         inner.groups.remove(group_id);
         Ok(())
     }
 
-    /// ListGroups: (group id, protocol type, state).
-    pub fn list(&self) -> Vec<(String, String, &'static str)> {
+    /// ListGroups: (group id, protocol type, state, group type).
+    pub fn list(&self) -> Vec<(String, String, &'static str, &'static str)> {
         let inner = self.inner.lock();
         let mut v: Vec<_> = inner
             .groups
             .values()
             .filter(|e| e.group.state != State::Dead)
-            .map(|e| (e.group.id.clone(), e.group.protocol_type.clone().unwrap_or_default(), e.group.state.name()))
+            .map(|e| match &e.modern {
+                Some(m) => (e.group.id.clone(), "consumer".to_string(), m.state_name(), "consumer"),
+                None => (e.group.id.clone(), e.group.protocol_type.clone().unwrap_or_default(), e.group.state.name(), "classic"),
+            })
             .collect();
         v.sort();
         v
     }
 
-    /// DescribeGroups for one group; None if it doesn't exist.
+    /// DescribeGroups for one group; None if it doesn't exist as a classic group.
     pub fn describe(&self, group_id: &str) -> Option<Description> {
         let inner = self.inner.lock();
-        let g = &inner.groups.get(group_id)?.group;
+        let e = inner.groups.get(group_id)?;
+        if e.modern.is_some() {
+            return None;
+        }
+        let g = &e.group;
         let proto = g.protocol.clone().unwrap_or_default();
         let show_assign = g.state == State::Stable;
         Some(Description {
@@ -449,7 +552,7 @@ impl Coordinator {
         let ids: Vec<String> = inner.groups.keys().cloned().collect();
         for id in ids {
             let entry = inner.groups.get_mut(&id).expect("listed");
-            if entry.group.state != State::Empty {
+            if entry.group.state != State::Empty || entry.is_active_modern() {
                 continue;
             }
             let since_empty = entry.group.protocol_type.is_some().then_some(entry.group.state_since);
@@ -483,6 +586,7 @@ impl Coordinator {
         let Some(topic) = broker.topic(OFFSETS_TOPIC) else { return Ok(()) };
         let now = now_ms();
         let mut groups: HashMap<String, Option<GroupValue>> = HashMap::new();
+        let mut moderns: HashMap<String, Option<ConsumerGroupValue>> = HashMap::new();
         let mut offsets: HashMap<(String, String, i32), Option<OffsetValue>> = HashMap::new();
         for p in &topic.partitions {
             let mut offset = p.with_state(|s| s.log.log_start_offset());
@@ -503,6 +607,9 @@ impl Coordinator {
                         match key {
                             Key::Group { group } => {
                                 groups.insert(group, r.value.and_then(|v| serde_json::from_slice(&v).ok()));
+                            }
+                            Key::ConsumerGroup { group } => {
+                                moderns.insert(group, r.value.and_then(|v| serde_json::from_slice(&v).ok()));
                             }
                             Key::Offset { group, topic, partition } => {
                                 offsets.insert((group, topic, partition), r.value.and_then(|v| serde_json::from_slice(&v).ok()));
@@ -528,12 +635,18 @@ impl Coordinator {
             if g.state == State::Empty {
                 g.state_since = v.state_ts;
             }
-            inner.groups.insert(id, Entry { group: g, offsets: BTreeMap::new() });
+            inner.groups.insert(id, Entry { group: g, modern: None, offsets: BTreeMap::new() });
+        }
+        for (id, v) in moderns {
+            let Some(v) = v else { continue };
+            let mut m = v.group;
+            m.touch_all(now);
+            inner.groups.entry(id.clone()).or_insert_with(|| Entry::new(&id, now)).modern = Some(m);
         }
         let mut count = 0;
         for ((g, t, p), v) in offsets {
             let Some(v) = v else { continue };
-            let entry = inner.groups.entry(g.clone()).or_insert_with(|| Entry { group: Group::new(&g, now), offsets: BTreeMap::new() });
+            let entry = inner.groups.entry(g.clone()).or_insert_with(|| Entry::new(&g, now));
             entry.offsets.insert((t, p), Committed { offset: v.offset, leader_epoch: v.leader_epoch, metadata: v.metadata, commit_ts: v.commit_ts });
             count += 1;
         }
@@ -544,3 +657,6 @@ impl Coordinator {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod consumer_tests;

@@ -5,24 +5,27 @@
 //! | bytes | field |
 //! | --- | --- |
 //! | u16 | key version, 0 |
-//! | u8 | kind: 1 = committed offset, 2 = group metadata |
+//! | u8 | kind: 1 = committed offset, 2 = classic group metadata, 3 = consumer (KIP-848) group |
 //! | u16 + UTF-8 | group id |
 //! | u16 + UTF-8, i32 | topic and partition (kind 1 only) |
 //!
-//! Values are JSON objects with a `"v"` version field (see [`OffsetValue`] and
-//! [`GroupValue`]); byte strings inside them are hex. A null value is a tombstone.
+//! Values are JSON objects with a `"v"` version field (see [`OffsetValue`],
+//! [`GroupValue`] and [`ConsumerGroupValue`]); byte strings inside them are hex.
+//! A null value is a tombstone.
 
 use serde::{Deserialize, Serialize};
 
 const KEY_VERSION: u16 = 0;
 const KIND_OFFSET: u8 = 1;
 const KIND_GROUP: u8 = 2;
+const KIND_CONSUMER_GROUP: u8 = 3;
 
 /// A decoded record key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Key {
     Offset { group: String, topic: String, partition: i32 },
     Group { group: String },
+    ConsumerGroup { group: String },
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -52,6 +55,10 @@ impl Key {
                 out.push(KIND_GROUP);
                 put_str(&mut out, group);
             }
+            Key::ConsumerGroup { group } => {
+                out.push(KIND_CONSUMER_GROUP);
+                put_str(&mut out, group);
+            }
         }
         out
     }
@@ -69,6 +76,7 @@ impl Key {
                 Some(Key::Offset { group, topic, partition })
             }
             KIND_GROUP => Some(Key::Group { group }),
+            KIND_CONSUMER_GROUP => Some(Key::ConsumerGroup { group }),
             _ => None,
         }
     }
@@ -107,6 +115,13 @@ pub struct GroupValue {
     pub leader: Option<String>,
     pub state_ts: i64,
     pub members: Vec<MemberValue>,
+}
+
+/// A consumer group: the group itself, serialized with a version.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConsumerGroupValue {
+    pub v: u16,
+    pub group: super::consumer::ConsumerGroup,
 }
 
 /// Lowercase hex of bytes.
