@@ -78,6 +78,7 @@ pub static KEYS: &[KeyDef] = &[
     key!("log.cleaner.min.compaction.lag.ms", Some("0"), Long, broker, true, "Minimum age before compaction."),
     key!("log.cleaner.max.compaction.lag.ms", Some("9223372036854775807"), Long, broker, true, "Maximum age before compaction."),
     key!("log.cleaner.min.cleanable.ratio", Some("0.5"), Double, broker, true, "Dirty ratio that triggers compaction."),
+    key!("log.cleaner.backoff.ms", Some("15000"), Long, broker, false, "Pause between compaction passes."),
     key!("log.segment.delete.delay.ms", Some("60000"), Long, broker, true, "Delay before a deleted segment's files go."),
     key!("log.preallocate", Some("false"), Boolean, broker, true, "Preallocate segment files."),
     key!("compression.type", Some("producer"), String, broker, true, "Compression of stored batches."),

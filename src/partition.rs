@@ -23,6 +23,8 @@ pub struct AppendConfig {
     pub min_insync_replicas: i32,
     pub timestamp_before_max_ms: i64,
     pub timestamp_after_max_ms: i64,
+    /// Compacted topics refuse records without keys.
+    pub compacted: bool,
 }
 
 impl Default for AppendConfig {
@@ -33,6 +35,7 @@ impl Default for AppendConfig {
             min_insync_replicas: 1,
             timestamp_before_max_ms: i64::MAX,
             timestamp_after_max_ms: 3_600_000,
+            compacted: false,
         }
     }
 }
@@ -133,6 +136,7 @@ impl Partition {
             return Err(Error::MessageTooLarge { size: records.len(), max: cfg.max_message_bytes });
         }
         let h = batch::validate(records)?;
+        batch::check_produced(&h)?;
         if h.is_control() {
             return Err(Error::InvalidRecord("clients may not write control batches".into()));
         }
@@ -141,6 +145,9 @@ impl Partition {
         }
         if !cfg.log_append_time {
             check_timestamp(&h, &cfg, now_ms)?;
+        }
+        if cfg.compacted && !crate::log::cleaner::all_keyed(records)? {
+            return Err(Error::InvalidRecord(format!("compacted topic {} cannot accept a record without a key", self.topic)));
         }
         if acks == -1 && cfg.min_insync_replicas > 1 {
             // The ISR is this broker alone.
@@ -213,6 +220,47 @@ impl Partition {
             // Tiered-storage markers: no remote tier here, so no offset.
             _ => (-1, -1, -1),
         })
+    }
+
+    /// Compacts the closed segments if enough of them is dirty. Returns bytes saved.
+    pub fn compact(&self, now_ms: i64) -> Result<u64> {
+        use crate::log::cleaner;
+        let (cfg, segments, checkpoint) = {
+            let st = self.state.lock();
+            let Some(cfg) = st.log.config.compact.clone() else { return Ok(0) };
+            let segs = st.log.cleanable_segments(now_ms, cfg.min_compaction_lag_ms);
+            (cfg, segs, st.log.cleaner_checkpoint())
+        };
+        let total: u64 = segments.iter().map(|s| s.3).sum();
+        let dirty: u64 = segments.iter().filter(|s| s.2 > checkpoint).map(|s| s.3).sum();
+        if total == 0 || dirty == 0 || (dirty as f64) < cfg.min_cleanable_dirty_ratio * total as f64 {
+            return Ok(0);
+        }
+        let paths: Vec<_> = segments.iter().map(|s| s.1.clone()).collect();
+        let map = cleaner::build_offset_map(&paths)?;
+        let mut saved = 0u64;
+        for (base, path, _, _) in &segments {
+            let out = path.with_extension("log.cleaned");
+            let (before, after) = cleaner::clean_segment(path, &out, &map, &cfg, now_ms)?;
+            saved += (before - after) as u64;
+            self.state.lock().log.replace_segment(*base, &out)?;
+        }
+        let end = segments.last().map_or(checkpoint, |s| s.2);
+        self.state.lock().log.set_cleaner_checkpoint(end)?;
+        Ok(saved)
+    }
+
+    /// DeleteRecords: moves the log start offset to `offset` (-1: the high watermark).
+    /// Returns the new low watermark.
+    pub fn delete_records(&self, offset: i64) -> Result<i64> {
+        let mut st = self.state.lock();
+        let target = if offset == -1 { st.high_watermark } else { offset };
+        if target < 0 || target > st.high_watermark {
+            return Err(Error::OffsetOutOfRange(offset));
+        }
+        st.log.set_log_start_offset(target)?;
+        st.log.delete_below_start()?;
+        Ok(st.log.log_start_offset())
     }
 
     /// Writes the producer state to disk if it moved, so restarts don't rescan the log.

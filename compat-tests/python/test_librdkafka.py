@@ -65,9 +65,7 @@ def test_produce_all_codecs_and_read_back(broker):
             i = int(msg.key().decode().split("-")[1])
             delivered[(codec, i)] = (msg.partition(), msg.offset())
 
-        # Fetch topic metadata before producing: records produced while the partition
-        # count is still unknown sit in librdkafka's unassigned queue and may be sent
-        # after later records (client-side reordering, not a broker property).
+        # Start with the topic's metadata known to this producer.
         md = p.list_topics(topic, timeout=10)
         assert len(md.topics[topic].partitions) == PARTITIONS
 

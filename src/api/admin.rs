@@ -2,6 +2,7 @@
 
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use kafka_protocol::messages::delete_records_response::{DeleteRecordsPartitionResult, DeleteRecordsTopicResult};
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::*;
 
@@ -129,4 +130,32 @@ pub async fn create_partitions(ctx: &Ctx<'_>, req: CreatePartitionsRequest) -> C
         })
         .collect();
     CreatePartitionsResponse::default().with_results(results)
+}
+
+pub async fn delete_records(ctx: &Ctx<'_>, req: DeleteRecordsRequest) -> DeleteRecordsResponse {
+    let topics = req
+        .topics
+        .into_iter()
+        .map(|t| {
+            let topic = ctx.broker.topic(&t.name.0);
+            let partitions = t
+                .partitions
+                .into_iter()
+                .map(|p| {
+                    let r = DeleteRecordsPartitionResult::default().with_partition_index(p.partition_index);
+                    let result = topic
+                        .as_ref()
+                        .and_then(|tp| tp.partitions.get(p.partition_index as usize).filter(|_| p.partition_index >= 0))
+                        .ok_or(Error::UnknownTopicOrPartition)
+                        .and_then(|part| part.delete_records(p.offset));
+                    match result {
+                        Ok(low) => r.with_low_watermark(low),
+                        Err(e) => r.with_error_code(e.code()).with_low_watermark(-1),
+                    }
+                })
+                .collect();
+            DeleteRecordsTopicResult::default().with_name(t.name).with_partitions(partitions)
+        })
+        .collect();
+    DeleteRecordsResponse::default().with_topics(topics)
 }

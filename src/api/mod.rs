@@ -94,6 +94,7 @@ apis! {
     ApiVersions: ApiVersionsRequest => api_versions::handle [0, 4] always;
     CreateTopics: CreateTopicsRequest => admin::create_topics [2, 7] always;
     DeleteTopics: DeleteTopicsRequest => admin::delete_topics [1, 6] always;
+    DeleteRecords: DeleteRecordsRequest => admin::delete_records [0, 2] always;
     InitProducerId: InitProducerIdRequest => coordinator::init_producer_id [0, 5] always;
     DescribeConfigs: DescribeConfigsRequest => configs::describe_configs [1, 4] always;
     AlterConfigs: AlterConfigsRequest => configs::alter_configs [0, 2] always;

@@ -77,6 +77,11 @@ impl Broker {
             delete_policy: policy.split(',').any(|p| p.trim() == "delete"),
             flush_messages: get("flush.messages").max(1),
             flush_ms: get("flush.ms"),
+            compact: policy.split(',').any(|p| p.trim() == "compact").then(|| crate::log::cleaner::CleanConfig {
+                delete_retention_ms: get("delete.retention.ms"),
+                min_compaction_lag_ms: get("min.compaction.lag.ms"),
+                min_cleanable_dirty_ratio: self.topic_value(overrides, "min.cleanable.dirty.ratio").and_then(|v| v.trim().parse().ok()).unwrap_or(0.5),
+            }),
         };
         let append = AppendConfig {
             max_message_bytes: get("max.message.bytes").clamp(0, i32::MAX as i64) as usize,
@@ -84,6 +89,7 @@ impl Broker {
             min_insync_replicas: get("min.insync.replicas").clamp(1, i32::MAX as i64) as i32,
             timestamp_before_max_ms: get("message.timestamp.before.max.ms"),
             timestamp_after_max_ms: get("message.timestamp.after.max.ms"),
+            compacted: policy.split(',').any(|p| p.trim() == "compact"),
         };
         (log, append)
     }

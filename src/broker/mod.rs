@@ -148,6 +148,7 @@ impl Broker {
         let mut last_retention = now_ms();
         let mut last_snapshot = now_ms();
         let mut last_offset_expiry = now_ms();
+        let mut last_clean = now_ms();
         let mut group_tick = tokio::time::interval(std::time::Duration::from_millis(100));
         loop {
             tokio::select! {
@@ -161,6 +162,12 @@ impl Broker {
             if now_ms() - last_offset_expiry >= self.config().get_i64("offsets.retention.check.interval.ms") {
                 last_offset_expiry = now_ms();
                 self.groups.expire_offsets(&self);
+            }
+            if now_ms() - last_clean >= self.config().get_i64("log.cleaner.backoff.ms") {
+                last_clean = now_ms();
+                let me = self.clone();
+                // Compaction reads and writes whole segments: keep it off the request threads.
+                let _ = tokio::task::spawn_blocking(move || me.compact_all()).await;
             }
             let now = now_ms();
             let retention_due = now - last_retention >= self.config().get_i64("log.retention.check.interval.ms");
@@ -187,6 +194,19 @@ impl Broker {
             }
             if snapshot_due {
                 last_snapshot = now;
+            }
+        }
+    }
+
+    /// Compacts every partition of every compacted topic that needs it.
+    pub fn compact_all(&self) {
+        for topic in self.all_topics() {
+            for p in &topic.partitions {
+                match p.compact(now_ms()) {
+                    Ok(0) => {}
+                    Ok(saved) => tracing::info!(topic = %p.topic, partition = p.index, bytes_saved = saved, "compacted"),
+                    Err(e) => tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "compaction failed"),
+                }
             }
         }
     }

@@ -1,12 +1,15 @@
 //! A partition's on-disk log: a directory of segments named by base offset.
 
 pub mod batch;
+pub mod cleaner;
+pub mod compression;
 pub mod index;
 pub mod records;
 pub mod segment;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
 
 use batch::BatchHeader;
 use segment::{Recovery, Segment};
@@ -24,6 +27,16 @@ pub struct LogConfig {
     pub delete_policy: bool,
     pub flush_messages: i64,
     pub flush_ms: i64,
+    /// Set when `cleanup.policy` includes `compact`.
+    pub compact: Option<cleaner::CleanConfig>,
+}
+
+impl PartialEq for cleaner::CleanConfig {
+    fn eq(&self, o: &Self) -> bool {
+        self.delete_retention_ms == o.delete_retention_ms
+            && self.min_compaction_lag_ms == o.min_compaction_lag_ms
+            && self.min_cleanable_dirty_ratio == o.min_cleanable_dirty_ratio
+    }
 }
 
 impl Default for LogConfig {
@@ -37,6 +50,7 @@ impl Default for LogConfig {
             delete_policy: true,
             flush_messages: i64::MAX,
             flush_ms: i64::MAX,
+            compact: None,
         }
     }
 }
@@ -49,6 +63,8 @@ pub struct ReadResult {
 
 /// File in the partition directory that keeps the log start offset across restarts.
 const LOG_START_FILE: &str = "log-start-offset";
+/// File that remembers up to which offset the log has been compacted.
+const CLEANER_CHECKPOINT: &str = "cleaner-checkpoint";
 
 /// A partition's log.
 pub struct Log {
@@ -65,6 +81,12 @@ impl Log {
     /// is checked batch by batch and any torn tail is cut off.
     pub fn open(dir: &Path, config: LogConfig, clean_shutdown: bool, now_ms: i64) -> std::io::Result<Log> {
         std::fs::create_dir_all(dir)?;
+        // A compaction that died before its swap leaves a `.cleaned` file: the original stands.
+        for e in std::fs::read_dir(dir)?.filter_map(|e| e.ok()) {
+            if e.file_name().to_string_lossy().ends_with(".cleaned") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
         let mut bases: Vec<i64> = std::fs::read_dir(dir)?
             .filter_map(|e| e.ok())
             .filter_map(|e| {
@@ -294,7 +316,7 @@ impl Log {
     /// Returns how many segments went.
     pub fn apply_retention(&mut self, now_ms: i64) -> Result<usize> {
         if !self.config.delete_policy {
-            return Ok(0);
+            return self.delete_below_start();
         }
         let mut deleted = 0;
         let mut total = self.size() as i64;
@@ -315,6 +337,21 @@ impl Log {
         if deleted > 0 {
             let start = *self.segments.keys().next().expect("active remains");
             self.set_log_start_offset(start.max(self.log_start_offset))?;
+        }
+        Ok(deleted)
+    }
+
+    /// Deletes whole segments that lie below the log start offset (after DeleteRecords).
+    pub fn delete_below_start(&mut self) -> Result<usize> {
+        let mut deleted = 0;
+        while self.segments.len() > 1 {
+            let first = self.segments.values().next().expect("more than one segment");
+            if first.next_offset > self.log_start_offset {
+                break;
+            }
+            let base = first.base;
+            self.segments.remove(&base).expect("present").delete()?;
+            deleted += 1;
         }
         Ok(deleted)
     }
@@ -345,6 +382,51 @@ impl Log {
         self.unflushed_messages = 0;
         self.last_flush_ms = now_ms;
         Ok(())
+    }
+
+    /// Closed segments old enough to compact: (base, path, next offset, size).
+    pub fn cleanable_segments(&self, now_ms: i64, min_lag_ms: i64) -> Vec<(i64, PathBuf, i64, u64)> {
+        let active = self.active().base;
+        self.segments
+            .values()
+            .take_while(|s| s.base != active && s.max_timestamp <= now_ms.saturating_sub(min_lag_ms))
+            .map(|s| (s.base, s.path().to_path_buf(), s.next_offset, s.size))
+            .collect()
+    }
+
+    /// The offset below which the log has been compacted.
+    pub fn cleaner_checkpoint(&self) -> i64 {
+        std::fs::read_to_string(self.dir.join(CLEANER_CHECKPOINT)).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
+    }
+
+    pub fn set_cleaner_checkpoint(&self, offset: i64) -> Result<()> {
+        let tmp = self.dir.join(format!("{CLEANER_CHECKPOINT}.tmp"));
+        std::fs::write(&tmp, offset.to_string())?;
+        std::fs::rename(&tmp, self.dir.join(CLEANER_CHECKPOINT))?;
+        Ok(())
+    }
+
+    /// Swaps a compacted copy in for the segment at `base`. The rename is atomic, so a
+    /// crash leaves either the old or the new file; indexes are rebuilt from it.
+    pub fn replace_segment(&mut self, base: i64, cleaned: &Path) -> Result<bool> {
+        let Some(seg) = self.segments.get(&base) else {
+            let _ = std::fs::remove_file(cleaned);
+            return Ok(false);
+        };
+        let path = seg.path().to_path_buf();
+        std::fs::rename(cleaned, &path)?;
+        let stem = segment::file_stem(base);
+        let _ = std::fs::remove_file(self.dir.join(format!("{stem}.index")));
+        let _ = std::fs::remove_file(self.dir.join(format!("{stem}.timeindex")));
+        let (mut fresh, _) = Segment::open(&self.dir, base, Recovery::Trust)?;
+        fresh.index_interval = self.config.index_interval_bytes;
+        let old = self.segments.insert(base, fresh).expect("present");
+        // Keep the offsets a segment covers even if its tail records were compacted away.
+        let next = old.next_offset;
+        if let Some(s) = self.segments.get_mut(&base) {
+            s.next_offset = s.next_offset.max(next);
+        }
+        Ok(true)
     }
 
     /// Applies new settings.

@@ -217,6 +217,11 @@ impl Segment {
         self.index.lookup((offset - self.base).max(0) as u32) as u64
     }
 
+    /// The `.log` file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Finds the position of the batch that holds `offset`, scanning forward from the index.
     pub fn find_batch(&self, offset: i64) -> std::io::Result<Option<(u64, BatchHeader)>> {
         let mut pos = self.position_for(offset);
