@@ -85,6 +85,22 @@ pub enum Error {
     UnsupportedAssignor(String),
     #[error("invalid regular expression: {0}")]
     InvalidRegularExpression(String),
+    #[error("invalid transaction state: {0}")]
+    InvalidTxnState(String),
+    #[error("the producer id is not the one mapped to this transactional id")]
+    InvalidProducerIdMapping,
+    #[error("transaction timeout {0} ms is larger than transaction.max.timeout.ms")]
+    InvalidTransactionTimeout(i32),
+    #[error("another transaction operation is in progress")]
+    ConcurrentTransactions,
+    #[error("producer epoch {0} has been fenced by a newer producer")]
+    ProducerFenced(i16),
+    #[error("transactional id {0} not found")]
+    TransactionalIdNotFound(String),
+    #[error("offsets are pending in an open transaction")]
+    UnstableOffsetCommit,
+    #[error("not attempted because another part of the request failed")]
+    OperationNotAttempted,
     #[error("coordinator not available")]
     CoordinatorNotAvailable,
     #[error("unsupported: {0}")]
@@ -146,11 +162,27 @@ impl Error {
             UnreleasedInstanceId(_) => ResponseError::UnreleasedInstanceId,
             UnsupportedAssignor(_) => ResponseError::UnsupportedAssignor,
             InvalidRegularExpression(_) => ResponseError::InvalidRegularExpression,
+            InvalidTxnState(_) => ResponseError::InvalidTxnState,
+            InvalidProducerIdMapping => ResponseError::InvalidProducerIdMapping,
+            InvalidTransactionTimeout(_) => ResponseError::InvalidTransactionTimeout,
+            ConcurrentTransactions => ResponseError::ConcurrentTransactions,
+            ProducerFenced(_) => ResponseError::ProducerFenced,
+            TransactionalIdNotFound(_) => ResponseError::TransactionalIdNotFound,
+            UnstableOffsetCommit => ResponseError::UnstableOffsetCommit,
+            OperationNotAttempted => ResponseError::OperationNotAttempted,
             CoordinatorNotAvailable => ResponseError::CoordinatorNotAvailable,
             Unsupported(_) => ResponseError::UnsupportedVersion,
             ResourceNotFound(_) => ResponseError::ResourceNotFound,
             Storage(_) => ResponseError::KafkaStorageError,
             PolicyViolation(_) => ResponseError::PolicyViolation,
+        }
+    }
+
+    /// Clients older than KIP-588 know no PRODUCER_FENCED: they get INVALID_PRODUCER_EPOCH.
+    pub fn for_old_clients(self, fenced_supported: bool) -> Error {
+        match self {
+            Error::ProducerFenced(e) if !fenced_supported => Error::InvalidProducerEpoch { got: e, current: e },
+            other => other,
         }
     }
 

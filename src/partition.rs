@@ -13,7 +13,8 @@ use uuid::Uuid;
 use crate::error::{Error, Result};
 use crate::log::batch::{self, BatchHeader};
 use crate::log::{Log, LogConfig};
-use crate::txn::producers::{Check, ProducerStates};
+use crate::txn::markers;
+use crate::txn::producers::{Aborted, Check, ProducerStates};
 
 /// Settings a partition applies to produce requests, from its topic config.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +57,8 @@ pub struct FetchData {
     pub high_watermark: i64,
     pub last_stable_offset: i64,
     pub log_start_offset: i64,
+    /// For read_committed: aborted transactions overlapping the records returned.
+    pub aborted: Vec<Aborted>,
 }
 
 /// Mutable state, behind the partition's lock.
@@ -65,9 +68,33 @@ pub struct State {
     pub high_watermark: i64,
     pub producers: ProducerStates,
     pub append_config: AppendConfig,
+    /// Aborted transactions, oldest first (the "transaction index").
+    pub aborted: Vec<Aborted>,
     /// Log end offset at which `producers` was last written to disk.
     snapshot_offset: i64,
 }
+
+impl State {
+    /// The last stable offset: below the oldest open transaction, and never past the HW.
+    pub fn last_stable_offset(&self) -> i64 {
+        self.producers.first_unstable_offset().map_or(self.high_watermark, |o| o.min(self.high_watermark))
+    }
+
+    fn note_aborted(&mut self, a: Aborted) -> Result<()> {
+        if self.aborted.iter().any(|x| x.last == a.last) {
+            return Ok(());
+        }
+        self.aborted.push(a);
+        let path = self.log.dir().join(ABORTED_FILE);
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, serde_json::to_vec(&self.aborted).map_err(|e| Error::Storage(e.to_string()))?)?;
+        std::fs::rename(&tmp, &path)?;
+        Ok(())
+    }
+}
+
+/// File holding the partition's aborted transactions.
+const ABORTED_FILE: &str = "aborted-txns.json";
 
 /// One partition.
 pub struct Partition {
@@ -107,12 +134,18 @@ impl Partition {
             Some(s) if s.offset <= leo => (s.states, s.offset),
             _ => (ProducerStates::default(), log.log_start_offset()),
         };
+        let aborted: Vec<Aborted> = std::fs::read(dir.join(ABORTED_FILE)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+        let mut replayed = Vec::new();
         for h in log.headers_from(from)? {
             if h.base_offset >= from {
-                producers.record(&h);
+                let abort = h.is_control() && log.read(h.base_offset, leo, 1 << 16, true).ok().and_then(|r| markers::marker_type(&r.bytes)) == Some(false);
+                replayed.extend(producers.record(&h, abort));
             }
         }
-        let state = State { high_watermark: leo, log, leader_epoch: 0, producers, append_config, snapshot_offset: from };
+        let mut state = State { high_watermark: leo, log, leader_epoch: 0, producers, append_config, aborted, snapshot_offset: from };
+        for a in replayed {
+            state.note_aborted(a)?;
+        }
         Ok(Partition { topic: topic.to_string(), index, topic_id, state: Mutex::new(state) })
     }
 
@@ -140,9 +173,7 @@ impl Partition {
         if h.is_control() {
             return Err(Error::InvalidRecord("clients may not write control batches".into()));
         }
-        if h.is_transactional() {
-            return Err(Error::InvalidRecord("transactions are not supported by this broker yet".into()));
-        }
+
         if !cfg.log_append_time {
             check_timestamp(&h, &cfg, now_ms)?;
         }
@@ -169,7 +200,7 @@ impl Partition {
         };
         let h = BatchHeader::parse(&bytes)?;
         st.log.append(&bytes, &h, now_ms)?;
-        st.producers.record(&h);
+        st.producers.record(&h, false);
         st.high_watermark = st.log.log_end_offset();
         debug_assert!(st.high_watermark <= st.log.log_end_offset());
         Ok(AppendInfo { base_offset, log_append_time, log_start_offset: st.log.log_start_offset() })
@@ -183,31 +214,56 @@ impl Partition {
         batch::assign_offset(&mut bytes, base_offset, st.leader_epoch);
         let h = batch::validate(&bytes)?;
         st.log.append(&bytes, &h, now_ms)?;
+        st.producers.record(&h, false);
         st.high_watermark = st.log.log_end_offset();
         Ok(base_offset)
     }
 
-    /// Reads from `offset` for a consumer: only below the high watermark.
+    /// Writes a transaction marker for `pid` and ends its transaction here.
+    pub fn write_marker(&self, pid: i64, epoch: i16, commit: bool, now_ms: i64) -> Result<i64> {
+        let mut st = self.state.lock();
+        let base_offset = st.log.log_end_offset();
+        let mut bytes = markers::build(pid, epoch, commit, 0, now_ms);
+        batch::assign_offset(&mut bytes, base_offset, st.leader_epoch);
+        let h = batch::validate(&bytes)?;
+        st.log.append(&bytes, &h, now_ms)?;
+        if let Some(a) = st.producers.record(&h, !commit) {
+            st.note_aborted(a)?;
+        }
+        st.high_watermark = st.log.log_end_offset();
+        Ok(base_offset)
+    }
+
+    /// Reads from `offset` for a consumer: below the high watermark, or below the
+    /// last stable offset for read_committed (with the aborted transactions in range).
     pub fn fetch(&self, offset: i64, max_bytes: usize, min_one: bool, leader_epoch: i32) -> Result<FetchData> {
+        self.fetch_isolated(offset, max_bytes, min_one, leader_epoch, false)
+    }
+
+    pub fn fetch_isolated(&self, offset: i64, max_bytes: usize, min_one: bool, leader_epoch: i32, read_committed: bool) -> Result<FetchData> {
         let st = self.state.lock();
         check_epoch(leader_epoch, st.leader_epoch)?;
-        let r = st.log.read(offset, st.high_watermark, max_bytes, min_one)?;
-        Ok(FetchData {
-            records: r.bytes,
-            high_watermark: st.high_watermark,
-            last_stable_offset: st.high_watermark,
-            log_start_offset: st.log.log_start_offset(),
-        })
+        let lso = st.last_stable_offset();
+        let upper = if read_committed { lso } else { st.high_watermark };
+        let r = st.log.read(offset, upper, max_bytes, min_one)?;
+        let aborted = if read_committed && !r.bytes.is_empty() {
+            let end = crate::log::records::batches(&r.bytes).last().and_then(|b| BatchHeader::parse(b).ok()).map_or(offset, |h| h.last_offset());
+            st.aborted.iter().filter(|a| a.last >= offset && a.first <= end).copied().collect()
+        } else {
+            vec![]
+        };
+        Ok(FetchData { records: r.bytes, high_watermark: st.high_watermark, last_stable_offset: lso, log_start_offset: st.log.log_start_offset(), aborted })
     }
 
     /// The offsets ListOffsets answers with, at timestamp `ts` (or a special negative one).
     /// Returns (timestamp, offset, leader epoch).
-    pub fn list_offset(&self, ts: i64, leader_epoch: i32) -> Result<(i64, i64, i32)> {
+    pub fn list_offset(&self, ts: i64, leader_epoch: i32, read_committed: bool) -> Result<(i64, i64, i32)> {
         let st = self.state.lock();
         check_epoch(leader_epoch, st.leader_epoch)?;
         let epoch = st.leader_epoch;
         Ok(match ts {
             -2 | -4 => (-1, st.log.log_start_offset(), epoch),
+            -1 if read_committed => (-1, st.last_stable_offset(), epoch),
             -1 => (-1, st.high_watermark, epoch),
             -3 => match st.log.max_timestamp()? {
                 Some((off, t)) if off < st.high_watermark => (t, off, epoch),

@@ -1,7 +1,6 @@
 //! FindCoordinator and InitProducerId.
 //!
-//! This broker coordinates every group. There is no transaction coordinator yet, so
-//! transactional lookups say COORDINATOR_NOT_AVAILABLE rather than pretend.
+//! This broker coordinates every group and every transactional id.
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::*;
@@ -14,8 +13,7 @@ const TRANSACTION: i8 = 1;
 
 fn coordinator_for(key_type: i8) -> Result<()> {
     match key_type {
-        GROUP => Ok(()),
-        TRANSACTION => Err(Error::CoordinatorNotAvailable),
+        GROUP | TRANSACTION => Ok(()),
         other => Err(Error::InvalidRequest(format!("coordinator key type {other} is not supported"))),
     }
 }
@@ -49,8 +47,12 @@ pub async fn find_coordinator(ctx: &Ctx<'_>, req: FindCoordinatorRequest) -> Fin
 
 pub async fn init_producer_id(ctx: &Ctx<'_>, req: InitProducerIdRequest) -> InitProducerIdResponse {
     let r = InitProducerIdResponse::default();
-    if req.transactional_id.as_ref().is_some_and(|t| !t.0.is_empty()) {
-        return r.with_error_code(Error::CoordinatorNotAvailable.code()).with_producer_id((-1).into()).with_producer_epoch(-1);
+    if let Some(id) = req.transactional_id.as_ref().filter(|t| !t.0.is_empty()) {
+        let expected = (ctx.version >= 3 && req.producer_id.0 >= 0).then_some((req.producer_id.0, req.producer_epoch));
+        return match ctx.broker.txns.init_producer(ctx.broker, &id.0, req.transaction_timeout_ms, expected) {
+            Ok((pid, epoch)) => r.with_producer_id(pid.into()).with_producer_epoch(epoch),
+            Err(e) => r.with_error_code(e.for_old_clients(ctx.version >= 4).code()).with_producer_id((-1).into()).with_producer_epoch(-1),
+        };
     }
     // An idempotent producer always gets a fresh id, even when it names its old one.
     match ctx.broker.producer_ids.allocate() {

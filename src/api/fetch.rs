@@ -3,7 +3,7 @@
 //! (session id 0), so every request is a full fetch; clients handle that.
 
 use bytes::Bytes;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::fetch_response::{AbortedTransaction, FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::*;
 
 use super::Ctx;
@@ -30,11 +30,15 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest) -> (FetchResponse, usize, bool) {
             let result = topic.as_ref().map_err(Clone::clone).and_then(|t| {
                 let p = t.partitions.get(fp.partition as usize).filter(|_| fp.partition >= 0).ok_or(Error::UnknownTopicOrPartition)?;
                 let max = (fp.partition_max_bytes.max(0) as usize).min(remaining);
-                p.fetch(fp.fetch_offset, max, min_one, fp.current_leader_epoch)
+                p.fetch_isolated(fp.fetch_offset, max, min_one, fp.current_leader_epoch, req.isolation_level == READ_COMMITTED)
             });
             let pd = PartitionData::default().with_partition_index(fp.partition);
+            let mut aborted = (req.isolation_level == READ_COMMITTED).then(Vec::new);
             let pd = match result {
                 Ok(d) => {
+                    if let Some(a) = aborted.as_mut() {
+                        a.extend(d.aborted.iter().map(|x| AbortedTransaction::default().with_producer_id(x.producer_id.into()).with_first_offset(x.first)));
+                    }
                     if !d.records.is_empty() {
                         min_one = false;
                         remaining = remaining.saturating_sub(d.records.len());
@@ -54,7 +58,6 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest) -> (FetchResponse, usize, bool) {
                         .with_records(Some(Bytes::new()))
                 }
             };
-            let aborted = (req.isolation_level == READ_COMMITTED).then(Vec::new);
             partitions.push(pd.with_aborted_transactions(aborted));
         }
         topics.push(

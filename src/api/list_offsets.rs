@@ -8,6 +8,7 @@ use crate::error::Error;
 
 pub async fn handle(ctx: &Ctx<'_>, req: ListOffsetsRequest) -> ListOffsetsResponse {
     let broker = ctx.broker;
+    let read_committed = ctx.version >= 2 && req.isolation_level == 1;
     let topics = req
         .topics
         .into_iter()
@@ -22,7 +23,7 @@ pub async fn handle(ctx: &Ctx<'_>, req: ListOffsetsRequest) -> ListOffsetsRespon
                         .as_ref()
                         .and_then(|t| t.partitions.get(lp.partition_index as usize).filter(|_| lp.partition_index >= 0))
                         .ok_or(Error::UnknownTopicOrPartition)
-                        .and_then(|p| p.list_offset(lp.timestamp, lp.current_leader_epoch));
+                        .and_then(|p| p.list_offset(lp.timestamp, lp.current_leader_epoch, read_committed));
                     match result {
                         Ok((ts, offset, epoch)) => {
                             let r = r.with_timestamp(ts).with_offset(offset);

@@ -12,6 +12,7 @@ mod list_offsets;
 mod metadata;
 mod offsets;
 mod produce;
+mod txn;
 
 use std::sync::Arc;
 
@@ -96,6 +97,10 @@ apis! {
     DeleteTopics: DeleteTopicsRequest => admin::delete_topics [1, 6] always;
     DeleteRecords: DeleteRecordsRequest => admin::delete_records [0, 2] always;
     InitProducerId: InitProducerIdRequest => coordinator::init_producer_id [0, 5] always;
+    AddPartitionsToTxn: AddPartitionsToTxnRequest => txn::add_partitions [0, 3] always;
+    AddOffsetsToTxn: AddOffsetsToTxnRequest => txn::add_offsets [0, 4] always;
+    EndTxn: EndTxnRequest => txn::end_txn [0, 4] always;
+    TxnOffsetCommit: TxnOffsetCommitRequest => txn::txn_offset_commit [0, 5] always;
     DescribeConfigs: DescribeConfigsRequest => configs::describe_configs [1, 4] always;
     AlterConfigs: AlterConfigsRequest => configs::alter_configs [0, 2] always;
     CreatePartitions: CreatePartitionsRequest => admin::create_partitions [0, 3] always;
@@ -103,6 +108,9 @@ apis! {
     IncrementalAlterConfigs: IncrementalAlterConfigsRequest => configs::incremental_alter_configs [0, 1] always;
     OffsetDelete: OffsetDeleteRequest => offsets::offset_delete [0, 0] always;
     DescribeCluster: DescribeClusterRequest => metadata::describe_cluster [0, 2] always;
+    DescribeProducers: DescribeProducersRequest => txn::describe_producers [0, 0] always;
+    DescribeTransactions: DescribeTransactionsRequest => txn::describe_transactions [0, 0] always;
+    ListTransactions: ListTransactionsRequest => txn::list_transactions [0, 2] always;
     ConsumerGroupHeartbeat: ConsumerGroupHeartbeatRequest => consumer_groups::heartbeat [0, 1] always;
     ConsumerGroupDescribe: ConsumerGroupDescribeRequest => consumer_groups::describe [0, 1] always;
 }

@@ -55,6 +55,8 @@ pub struct Broker {
     pub producer_ids: ProducerIdManager,
     /// The group coordinator.
     pub groups: Coordinator,
+    /// The transaction coordinator.
+    pub txns: crate::txn::coordinator::TxnCoordinator,
 }
 
 /// Marker file written by a clean shutdown: its absence means the logs need recovery.
@@ -87,8 +89,13 @@ impl Broker {
             config.get_i64("offsets.topic.num.partitions").clamp(1, 10_000) as i32,
             config.get_i64("offsets.retention.minutes").saturating_mul(60_000),
         );
+        let txns = crate::txn::coordinator::TxnCoordinator::new(crate::txn::coordinator::TxnConfig {
+            max_timeout_ms: config.get_i64("transaction.max.timeout.ms").clamp(1, i32::MAX as i64) as i32,
+            partitions: config.get_i64("transaction.state.log.num.partitions").clamp(1, 10_000) as i32,
+        });
         let broker = Broker {
             groups,
+            txns,
             identity,
             cluster_id: store.image.cluster_id.clone(),
             config: RwLock::new(config),
@@ -103,6 +110,7 @@ impl Broker {
             broker.topics.write().insert(topic.record.name.clone(), Arc::new(topic));
         }
         broker.groups.load(&broker)?;
+        broker.txns.load(&broker)?;
         if clean {
             std::fs::remove_file(&marker)?;
         } else if !broker.topics.read().is_empty() {
@@ -154,6 +162,7 @@ impl Broker {
             tokio::select! {
                 _ = group_tick.tick() => {
                     self.groups.tick(&self);
+                    self.txns.tick(&self);
                     continue;
                 }
                 _ = shutdown.changed() => return,

@@ -373,7 +373,7 @@ impl Group {
         if let Some(t) = m.awaiting_sync.take() {
             replies.push(Reply::Sync(t, SyncResponse { error: Some(Error::FencedInstanceId(old_id.clone())), protocol_type: None, protocol: None, assignment: Bytes::new() }));
         }
-        let unchanged = m.protocols == req.protocols;
+        m.protocols = req.protocols.clone();
         m.id = new_id.clone();
         m.last_heartbeat = now;
         m.client_id = req.client_id.clone();
@@ -387,6 +387,9 @@ impl Group {
             self.leader = Some(new_id.clone());
         }
         self.dirty = true;
+        // As in Kafka, only a change of the group's chosen protocol forces a rebalance;
+        // new metadata bytes (say, owned partitions) alone don't.
+        let unchanged = self.protocol.is_some() && self.select_protocol() == self.protocol;
         match self.state {
             State::Stable | State::CompletingRebalance if unchanged => {
                 // No rebalance: the member gets the current generation and, at SyncGroup,

@@ -65,6 +65,8 @@ fn topics_view(broker: &Broker) -> Topics {
 #[derive(Default)]
 struct Inner {
     groups: HashMap<String, Entry>,
+    /// Offsets committed inside open transactions, by producer id.
+    pending_txn: HashMap<i64, Vec<(String, String, i32, Committed)>>,
     waiters: HashMap<Ticket, oneshot::Sender<Reply>>,
     next_ticket: Ticket,
 }
@@ -123,27 +125,23 @@ impl Coordinator {
 
     /// Appends records for `group` to its `__consumer_offsets` partition.
     fn write(&self, broker: &Broker, group: &str, recs: &[(Vec<u8>, Option<Vec<u8>>)]) -> Result<()> {
+        self.write_as(broker, group, recs, None)
+    }
+
+    /// Like `write`, optionally as part of producer `txn`'s transaction.
+    fn write_as(&self, broker: &Broker, group: &str, recs: &[(Vec<u8>, Option<Vec<u8>>)], txn: Option<(i64, i16)>) -> Result<()> {
         if recs.is_empty() {
             return Ok(());
         }
-        let topic = match broker.topic(OFFSETS_TOPIC) {
-            Some(t) => t,
-            None => {
-                let mut configs = BTreeMap::new();
-                configs.insert("cleanup.policy".to_string(), "compact".to_string());
-                configs.insert("segment.bytes".to_string(), "104857600".to_string());
-                let req = CreateRequest { name: OFFSETS_TOPIC.into(), partitions: self.offsets_partitions, replication_factor: -1, assignments: vec![], configs };
-                match broker.create_topic(&req) {
-                    Ok(t) => t,
-                    Err(Error::TopicAlreadyExists(_)) => broker.topic(OFFSETS_TOPIC).ok_or(Error::CoordinatorNotAvailable)?,
-                    Err(e) => return Err(e),
-                }
-            }
-        };
+        let topic = self.ensure_offsets_topic(broker)?;
         let p = store::partition_for(group, topic.partitions.len() as i32);
         let part = topic.partitions.get(p as usize).ok_or(Error::CoordinatorNotAvailable)?;
         let refs: Vec<(Option<&[u8]>, Option<&[u8]>)> = recs.iter().map(|(k, v)| (Some(k.as_slice()), v.as_deref())).collect();
-        part.append_internal(&records::build(&refs, now_ms()), now_ms())?;
+        let mut b = records::build(&refs, now_ms());
+        if let Some((pid, epoch)) = txn {
+            crate::txn::markers::set_producer(&mut b, pid, epoch, crate::log::batch::ATTR_TRANSACTIONAL);
+        }
+        part.append_internal(&b, now_ms())?;
         Ok(())
     }
 
@@ -355,6 +353,27 @@ impl Coordinator {
         }
     }
 
+    /// `__consumer_offsets`, created on first use as Kafka does.
+    pub fn ensure_offsets_topic(&self, broker: &Broker) -> Result<std::sync::Arc<crate::broker::Topic>> {
+        if let Some(t) = broker.topic(OFFSETS_TOPIC) {
+            return Ok(t);
+        }
+        let mut configs = BTreeMap::new();
+        configs.insert("cleanup.policy".to_string(), "compact".to_string());
+        configs.insert("segment.bytes".to_string(), "104857600".to_string());
+        let req = CreateRequest { name: OFFSETS_TOPIC.into(), partitions: self.offsets_partitions, replication_factor: -1, assignments: vec![], configs };
+        match broker.create_topic(&req) {
+            Ok(t) => Ok(t),
+            Err(Error::TopicAlreadyExists(_)) => broker.topic(OFFSETS_TOPIC).ok_or(Error::CoordinatorNotAvailable),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The `__consumer_offsets` partition that holds `group`.
+    pub fn offsets_partition(&self, group: &str) -> i32 {
+        store::partition_for(group, self.offsets_partitions)
+    }
+
     /// OffsetCommit: validates the member, then stores each offset. The outer error
     /// applies to every partition.
     pub fn commit(&self, broker: &Broker, group_id: &str, member_id: &str, instance_id: Option<&str>, generation: i32, items: Vec<CommitItem>) -> Result<Vec<(CommitItem, Result<()>)>> {
@@ -420,6 +439,66 @@ impl Coordinator {
         let entry = inner.groups.get_mut(group_id).expect("present");
         entry.offsets.extend(accepted);
         Ok(results)
+    }
+
+    /// TxnOffsetCommit: offsets written now, visible when the transaction commits.
+    #[allow(clippy::too_many_arguments)]
+    pub fn txn_commit(&self, broker: &Broker, group_id: &str, pid: i64, epoch: i16, member_id: &str, instance_id: Option<&str>, generation: i32, items: Vec<CommitItem>) -> Result<Vec<(CommitItem, Result<()>)>> {
+        if group_id.is_empty() {
+            return Err(Error::InvalidGroupId);
+        }
+        let now = now_ms();
+        let mut inner = self.inner.lock();
+        if let Some(e) = inner.groups.get(group_id) {
+            if !member_id.is_empty() && generation >= 0 {
+                match &e.modern {
+                    Some(m) => m.validate_member_epoch(member_id, generation)?,
+                    None => e.group.validate_member(member_id, instance_id, generation)?,
+                }
+            }
+        }
+        let mut results = Vec::with_capacity(items.len());
+        let mut recs = Vec::new();
+        let mut accepted = Vec::new();
+        for it in items {
+            let check = if it.metadata.as_ref().is_some_and(|m| m.len() > MAX_METADATA) {
+                Err(Error::OffsetMetadataTooLarge)
+            } else if broker.partition(&it.topic, it.partition).is_none() {
+                Err(Error::UnknownTopicOrPartition)
+            } else {
+                Ok(())
+            };
+            if check.is_ok() {
+                let c = Committed { offset: it.offset, leader_epoch: it.leader_epoch, metadata: it.metadata.clone().unwrap_or_default(), commit_ts: now };
+                let v = OffsetValue { v: 0, offset: c.offset, leader_epoch: c.leader_epoch, metadata: c.metadata.clone(), commit_ts: now };
+                recs.push((Key::Offset { group: group_id.into(), topic: it.topic.clone(), partition: it.partition }.encode(), Some(serde_json::to_vec(&v).expect("serializable"))));
+                accepted.push((group_id.to_string(), it.topic.clone(), it.partition, c));
+            }
+            results.push((it, check));
+        }
+        if !recs.is_empty() {
+            self.write_as(broker, group_id, &recs, Some((pid, epoch)))?;
+        }
+        inner.pending_txn.entry(pid).or_default().extend(accepted);
+        Ok(results)
+    }
+
+    /// Applies (commit) or drops (abort) a producer's transactional offsets.
+    pub fn complete_txn(&self, pid: i64, commit: bool) {
+        let mut inner = self.inner.lock();
+        let Some(pending) = inner.pending_txn.remove(&pid) else { return };
+        if !commit {
+            return;
+        }
+        let now = now_ms();
+        for (g, t, p, c) in pending {
+            inner.groups.entry(g.clone()).or_insert_with(|| Entry::new(&g, now)).offsets.insert((t, p), c);
+        }
+    }
+
+    /// Is any offset of `group` waiting on an open transaction?
+    pub fn has_pending_txn(&self, group: &str) -> bool {
+        self.inner.lock().pending_txn.values().flatten().any(|(g, ..)| g == group)
     }
 
     /// OffsetFetch: the committed offset of each asked partition, or of all of them.
@@ -587,6 +666,8 @@ impl Coordinator {
         let now = now_ms();
         let mut groups: HashMap<String, Option<GroupValue>> = HashMap::new();
         let mut moderns: HashMap<String, Option<ConsumerGroupValue>> = HashMap::new();
+        type PendingOffsets = Vec<((String, String, i32), Option<OffsetValue>)>;
+        let mut txn_pending: HashMap<i64, PendingOffsets> = HashMap::new();
         let mut offsets: HashMap<(String, String, i32), Option<OffsetValue>> = HashMap::new();
         for p in &topic.partitions {
             let mut offset = p.with_state(|s| s.log.log_start_offset());
@@ -602,6 +683,24 @@ impl Coordinator {
                 for b in records::batches(&data.records) {
                     let Some((h, recs)) = records::parse(b) else { continue };
                     offset = h.last_offset() + 1;
+                    if h.is_control() {
+                        let commit = crate::txn::markers::marker_type(b) == Some(true);
+                        for ((g, t, p), v) in txn_pending.remove(&h.producer_id).unwrap_or_default() {
+                            if commit {
+                                offsets.insert((g, t, p), v);
+                            }
+                        }
+                        continue;
+                    }
+                    if h.is_transactional() {
+                        for r in recs {
+                            if let Some(Key::Offset { group, topic, partition }) = r.key.as_deref().and_then(Key::decode) {
+                                let v = r.value.and_then(|v| serde_json::from_slice(&v).ok());
+                                txn_pending.entry(h.producer_id).or_default().push(((group, topic, partition), v));
+                            }
+                        }
+                        continue;
+                    }
                     for r in recs {
                         let Some(key) = r.key.as_deref().and_then(Key::decode) else { continue };
                         match key {
@@ -649,6 +748,13 @@ impl Coordinator {
             let entry = inner.groups.entry(g.clone()).or_insert_with(|| Entry::new(&g, now));
             entry.offsets.insert((t, p), Committed { offset: v.offset, leader_epoch: v.leader_epoch, metadata: v.metadata, commit_ts: v.commit_ts });
             count += 1;
+        }
+        for (pid, items) in txn_pending {
+            let list = items
+                .into_iter()
+                .filter_map(|((g, t, p), v)| v.map(|v| (g, t, p, Committed { offset: v.offset, leader_epoch: v.leader_epoch, metadata: v.metadata, commit_ts: v.commit_ts })))
+                .collect();
+            inner.pending_txn.insert(pid, list);
         }
         tracing::info!(groups = inner.groups.len(), offsets = count, "loaded group state from {OFFSETS_TOPIC}");
         Ok(())

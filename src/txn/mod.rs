@@ -1,4 +1,6 @@
-//! Producer ids and idempotence. Transactions will join them here.
+//! Producer ids and idempotence. and transactions.
 
+pub mod coordinator;
+pub mod markers;
 pub mod pid;
 pub mod producers;

@@ -26,6 +26,18 @@ pub struct BatchMeta {
 pub struct ProducerEntry {
     pub epoch: i16,
     pub batches: VecDeque<BatchMeta>,
+    /// First offset of this producer's open transaction on this partition.
+    #[serde(default)]
+    pub txn_first_offset: Option<i64>,
+}
+
+/// An aborted transaction on this partition: its producer and offset range
+/// (`last` is the abort marker's offset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Aborted {
+    pub producer_id: i64,
+    pub first: i64,
+    pub last: i64,
 }
 
 /// The outcome of checking a batch before it is appended.
@@ -78,18 +90,29 @@ impl ProducerStates {
         Ok(Check::Append)
     }
 
-    /// Records a batch that is now in the log.
-    pub fn record(&mut self, h: &BatchHeader) {
+    /// Records a batch that is now in the log. For a transaction marker, returns the
+    /// aborted range when it was an abort.
+    pub fn record(&mut self, h: &BatchHeader, abort_marker: bool) -> Option<Aborted> {
         if !h.has_producer_id() {
-            return;
+            return None;
         }
         let entry = self.producers.entry(h.producer_id).or_default();
         if h.producer_epoch != entry.epoch {
             entry.epoch = h.producer_epoch;
             entry.batches.clear();
         }
+        if h.is_control() {
+            let first = entry.txn_first_offset.take();
+            return match (abort_marker, first) {
+                (true, Some(first)) => Some(Aborted { producer_id: h.producer_id, first, last: h.base_offset }),
+                _ => None,
+            };
+        }
+        if h.is_transactional() && entry.txn_first_offset.is_none() {
+            entry.txn_first_offset = Some(h.base_offset);
+        }
         if h.base_sequence < 0 {
-            return;
+            return None;
         }
         entry.batches.push_back(BatchMeta {
             first_seq: h.base_sequence,
@@ -101,6 +124,12 @@ impl ProducerStates {
         while entry.batches.len() > RETAINED_BATCHES {
             entry.batches.pop_front();
         }
+        None
+    }
+
+    /// The first offset of the oldest open transaction, if any.
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.producers.values().filter_map(|e| e.txn_first_offset).min()
     }
 }
 
@@ -131,12 +160,12 @@ mod tests {
         let mut s = ProducerStates::default();
         let a = hdr(7, 0, 0, 3, 100);
         assert_eq!(s.check(&a).unwrap(), Check::Append);
-        s.record(&a);
+        s.record(&a, false);
         assert_eq!(s.check(&hdr(7, 0, 0, 3, 0)).unwrap(), Check::Duplicate(100));
         assert!(matches!(s.check(&hdr(7, 0, 5, 1, 0)), Err(Error::OutOfOrderSequence { expected: 3, .. })));
-        s.record(&hdr(7, 0, 3, 1, 103));
+        s.record(&hdr(7, 0, 3, 1, 103), false);
         assert_eq!(s.check(&hdr(7, 0, 4, 1, 0)).unwrap(), Check::Append);
-        s.record(&hdr(7, 1, 0, 1, 104));
+        s.record(&hdr(7, 1, 0, 1, 104), false);
         assert!(matches!(s.check(&hdr(7, 0, 4, 1, 0)), Err(Error::InvalidProducerEpoch { .. })));
         assert!(matches!(s.check(&hdr(7, 2, 3, 1, 0)), Err(Error::OutOfOrderSequence { .. })));
     }
@@ -145,7 +174,7 @@ mod tests {
     fn only_five_batches_are_remembered() {
         let mut s = ProducerStates::default();
         for i in 0..7 {
-            s.record(&hdr(1, 0, i, 1, i as i64));
+            s.record(&hdr(1, 0, i, 1, i as i64), false);
         }
         assert_eq!(s.check(&hdr(1, 0, 2, 1, 0)).unwrap(), Check::Duplicate(2));
         assert!(s.check(&hdr(1, 0, 1, 1, 0)).is_err());

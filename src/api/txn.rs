@@ -1,0 +1,195 @@
+//! Transactions: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, and
+//! the admin views ListTransactions, DescribeTransactions and DescribeProducers.
+
+use kafka_protocol::messages::add_partitions_to_txn_response::{AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult};
+use kafka_protocol::messages::describe_producers_response::{PartitionResponse, ProducerState, TopicResponse};
+use kafka_protocol::messages::describe_transactions_response::{TopicData, TransactionState};
+use kafka_protocol::messages::txn_offset_commit_response::{TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic};
+use kafka_protocol::messages::*;
+
+use super::{sb, Ctx};
+use crate::error::Error;
+use crate::group::{CommitItem, OFFSETS_TOPIC};
+
+fn code(r: crate::error::Result<()>, fenced_supported: bool) -> i16 {
+    r.err().map_or(0, |e| e.for_old_clients(fenced_supported).code())
+}
+
+pub async fn add_partitions(ctx: &Ctx<'_>, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse {
+    let broker = ctx.broker;
+    let parts: Vec<(String, i32)> = req.v3_and_below_topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), *p))).collect();
+    let unknown: Vec<&(String, i32)> = parts.iter().filter(|(t, p)| broker.partition(t, *p).is_none()).collect();
+    let result = if unknown.is_empty() {
+        broker.txns.add_partitions(broker, &req.v3_and_below_transactional_id.0, req.v3_and_below_producer_id.0, req.v3_and_below_producer_epoch, &parts)
+    } else {
+        Err(Error::OperationNotAttempted)
+    };
+    let fenced_ok = ctx.version >= 2;
+    let topics = req
+        .v3_and_below_topics
+        .iter()
+        .map(|t| {
+            let results = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let c = if unknown.iter().any(|(n, q)| n == &*t.name.0 && q == p) {
+                        Error::UnknownTopicOrPartition.code()
+                    } else {
+                        code(result.clone(), fenced_ok)
+                    };
+                    AddPartitionsToTxnPartitionResult::default().with_partition_index(*p).with_partition_error_code(c)
+                })
+                .collect();
+            AddPartitionsToTxnTopicResult::default().with_name(t.name.clone()).with_results_by_partition(results)
+        })
+        .collect();
+    AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(topics)
+}
+
+pub async fn add_offsets(ctx: &Ctx<'_>, req: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse {
+    let b = ctx.broker;
+    let p = b.groups.offsets_partition(&req.group_id.0);
+    let r = b.groups.ensure_offsets_topic(b).and_then(|_| b.txns.add_partitions(b, &req.transactional_id.0, req.producer_id.0, req.producer_epoch, &[(OFFSETS_TOPIC.to_string(), p)]));
+    AddOffsetsToTxnResponse::default().with_error_code(code(r, ctx.version >= 2))
+}
+
+pub async fn end_txn(ctx: &Ctx<'_>, req: EndTxnRequest) -> EndTxnResponse {
+    let r = ctx.broker.txns.end(ctx.broker, &req.transactional_id.0, req.producer_id.0, req.producer_epoch, req.committed);
+    EndTxnResponse::default().with_error_code(code(r, ctx.version >= 2))
+}
+
+pub async fn txn_offset_commit(ctx: &Ctx<'_>, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {
+    let items: Vec<CommitItem> = req
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(move |p| CommitItem {
+                topic: t.name.0.to_string(),
+                partition: p.partition_index,
+                offset: p.committed_offset,
+                leader_epoch: p.committed_leader_epoch,
+                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+            })
+        })
+        .collect();
+    let generation = if ctx.version >= 3 { req.generation_id } else { -1 };
+    let result = ctx.broker.groups.txn_commit(
+        ctx.broker,
+        &req.group_id.0,
+        req.producer_id.0,
+        req.producer_epoch,
+        &req.member_id,
+        req.group_instance_id.as_deref(),
+        generation,
+        items.clone(),
+    );
+    let results: Vec<(CommitItem, i16)> = match result {
+        Ok(rs) => rs.into_iter().map(|(it, r)| (it, r.err().map_or(0, |e| e.code()))).collect(),
+        Err(e) => {
+            let c = e.for_old_clients(ctx.version >= 3).code();
+            items.into_iter().map(|it| (it, c)).collect()
+        }
+    };
+    let mut topics: Vec<TxnOffsetCommitResponseTopic> = Vec::new();
+    for (it, c) in results {
+        let part = TxnOffsetCommitResponsePartition::default().with_partition_index(it.partition).with_error_code(c);
+        match topics.iter_mut().find(|t| *t.name.0 == *it.topic) {
+            Some(t) => t.partitions.push(part),
+            None => topics.push(TxnOffsetCommitResponseTopic::default().with_name(sb(it.topic).into()).with_partitions(vec![part])),
+        }
+    }
+    TxnOffsetCommitResponse::default().with_topics(topics)
+}
+
+pub async fn list_transactions(ctx: &Ctx<'_>, req: ListTransactionsRequest) -> ListTransactionsResponse {
+    let now = crate::broker::now_ms();
+    let states: Vec<String> = req.state_filters.iter().map(|s| s.to_string()).collect();
+    let pattern = req.transactional_id_pattern.as_ref().and_then(|p| regex::Regex::new(&format!("^(?:{})$", &**p)).ok());
+    let txns = ctx
+        .broker
+        .txns
+        .all()
+        .into_iter()
+        .filter(|m| states.is_empty() || states.iter().any(|s| s == m.state.name()))
+        .filter(|m| req.producer_id_filters.is_empty() || req.producer_id_filters.iter().any(|p| p.0 == m.producer_id))
+        .filter(|m| ctx.version < 1 || req.duration_filter < 0 || (m.start_ms >= 0 && now - m.start_ms >= req.duration_filter))
+        .filter(|m| pattern.as_ref().is_none_or(|re| re.is_match(&m.id)))
+        .map(|m| {
+            list_transactions_response::TransactionState::default()
+                .with_transactional_id(sb(m.id).into())
+                .with_producer_id(m.producer_id.into())
+                .with_transaction_state(sb(m.state.name()))
+        })
+        .collect();
+    let known = ["Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort"];
+    let unknown = states.iter().filter(|s| !known.contains(&s.as_str())).map(|s| sb(s.clone())).collect();
+    ListTransactionsResponse::default().with_transaction_states(txns).with_unknown_state_filters(unknown)
+}
+
+pub async fn describe_transactions(ctx: &Ctx<'_>, req: DescribeTransactionsRequest) -> DescribeTransactionsResponse {
+    let all = ctx.broker.txns.all();
+    let states = req
+        .transactional_ids
+        .into_iter()
+        .map(|id| {
+            let s = TransactionState::default().with_transactional_id(id.clone());
+            match all.iter().find(|m| m.id == *id.0) {
+                None => s.with_error_code(Error::TransactionalIdNotFound(id.0.to_string()).code()).with_transaction_state(sb("")),
+                Some(m) => {
+                    let mut topics: Vec<TopicData> = Vec::new();
+                    for (t, p) in &m.partitions {
+                        match topics.iter_mut().find(|x| *x.topic.0 == **t) {
+                            Some(x) => x.partitions.push(*p),
+                            None => topics.push(TopicData::default().with_topic(sb(t.clone()).into()).with_partitions(vec![*p])),
+                        }
+                    }
+                    s.with_transaction_state(sb(m.state.name()))
+                        .with_transaction_timeout_ms(m.timeout_ms)
+                        .with_transaction_start_time_ms(m.start_ms)
+                        .with_producer_id(m.producer_id.into())
+                        .with_producer_epoch(m.epoch)
+                        .with_topics(topics)
+                }
+            }
+        })
+        .collect();
+    DescribeTransactionsResponse::default().with_transaction_states(states)
+}
+
+pub async fn describe_producers(ctx: &Ctx<'_>, req: DescribeProducersRequest) -> DescribeProducersResponse {
+    let topics = req
+        .topics
+        .into_iter()
+        .map(|t| {
+            let partitions = t
+                .partition_indexes
+                .iter()
+                .map(|&i| {
+                    let r = PartitionResponse::default().with_partition_index(i);
+                    match ctx.broker.partition(&t.name.0, i) {
+                        None => r.with_error_code(Error::UnknownTopicOrPartition.code()),
+                        Some(p) => r.with_active_producers(p.with_state(|s| {
+                            s.producers
+                                .producers
+                                .iter()
+                                .map(|(pid, e)| {
+                                    let last = e.batches.back();
+                                    ProducerState::default()
+                                        .with_producer_id((*pid).into())
+                                        .with_producer_epoch(e.epoch as i32)
+                                        .with_last_sequence(last.map_or(-1, |b| b.last_seq))
+                                        .with_last_timestamp(last.map_or(-1, |b| b.timestamp))
+                                        .with_coordinator_epoch(-1)
+                                        .with_current_txn_start_offset(e.txn_first_offset.unwrap_or(-1))
+                                })
+                                .collect()
+                        })),
+                    }
+                })
+                .collect();
+            TopicResponse::default().with_name(t.name).with_partitions(partitions)
+        })
+        .collect();
+    DescribeProducersResponse::default().with_topics(topics)
+}
