@@ -61,6 +61,16 @@ pub struct FetchData {
     pub aborted: Vec<Aborted>,
 }
 
+/// A consumer fetch answered with a file range instead of bytes.
+#[derive(Debug, Default)]
+pub struct SliceData {
+    pub slice: Option<crate::log::FileSlice>,
+    pub high_watermark: i64,
+    pub last_stable_offset: i64,
+    pub log_start_offset: i64,
+    pub aborted: Vec<Aborted>,
+}
+
 /// Mutable state, behind the partition's lock.
 pub struct State {
     pub log: Log,
@@ -217,6 +227,21 @@ impl Partition {
         st.producers.record(&h, false);
         st.high_watermark = st.log.log_end_offset();
         Ok(base_offset)
+    }
+
+    /// The fetch path for clients: the same as [`Partition::fetch_isolated`], but the
+    /// records stay in the segment file until the socket takes them.
+    pub fn fetch_slice(&self, offset: i64, max_bytes: usize, min_one: bool, leader_epoch: i32, read_committed: bool) -> Result<SliceData> {
+        let st = self.state.lock();
+        check_epoch(leader_epoch, st.leader_epoch)?;
+        let lso = st.last_stable_offset();
+        let upper = if read_committed { lso } else { st.high_watermark };
+        let slice = st.log.read_slice(offset, upper, max_bytes, min_one)?;
+        let aborted = match (&slice, read_committed) {
+            (Some(s), true) => st.aborted.iter().filter(|a| a.last >= offset && a.first <= s.last_offset).copied().collect(),
+            _ => vec![],
+        };
+        Ok(SliceData { slice, high_watermark: st.high_watermark, last_stable_offset: lso, log_start_offset: st.log.log_start_offset(), aborted })
     }
 
     /// Writes a transaction marker for `pid` and ends its transaction here.

@@ -33,6 +33,22 @@ pub enum ConnError {
     Encode(String),
 }
 
+/// A piece of a response frame: encoded bytes, or a range of a segment file that the
+/// connection sends without copying it.
+pub enum Chunk {
+    Bytes(Bytes),
+    File(crate::log::FileSlice),
+}
+
+impl Chunk {
+    pub fn len(&self) -> usize {
+        match self {
+            Chunk::Bytes(b) => b.len(),
+            Chunk::File(f) => f.len,
+        }
+    }
+}
+
 /// What every handler gets besides its request.
 pub struct Ctx<'a> {
     pub broker: &'a Arc<Broker>,
@@ -158,12 +174,17 @@ pub fn parse_frame(mut frame: Bytes) -> Result<Result<Parsed, BytesMut>, ConnErr
 
 /// Handles one request frame (without its length prefix). Returns the response frame
 /// (with its length prefix), or None when the request wants no answer (acks=0).
-pub async fn handle(broker: &Arc<Broker>, peer: std::net::IpAddr, frame: Bytes) -> Result<Option<BytesMut>, ConnError> {
+pub async fn handle(broker: &Arc<Broker>, peer: std::net::IpAddr, frame: Bytes) -> Result<Option<Vec<Chunk>>, ConnError> {
     let mut req = match parse_frame(frame)? {
         Ok(p) => p,
-        Err(ready) => return Ok(Some(ready)),
+        Err(ready) => return Ok(Some(vec![Chunk::Bytes(ready.freeze())])),
     };
     let ctx = Ctx { broker, version: req.version, client_id: std::mem::take(&mut req.client_id), client_host: format!("/{peer}") };
+    if req.api == ApiKey::Fetch {
+        // Fetch has its own encoder so records go from file to socket untouched.
+        let fetch = FetchRequest::decode(&mut req.body, req.version).map_err(|e| ConnError::Malformed(format!("Fetch v{}: {e}", req.version)))?;
+        return Ok(Some(fetch::handle_frame(&ctx, fetch, req.correlation_id).await));
+    }
     let Some((body, resp_header_version)) = dispatch(&ctx, req.api, &mut req.body).await? else {
         return Ok(None);
     };
@@ -174,7 +195,7 @@ pub async fn handle(broker: &Arc<Broker>, peer: std::net::IpAddr, frame: Bytes) 
     out.extend_from_slice(&body);
     let len = (out.len() - 4) as i32;
     out[0..4].copy_from_slice(&len.to_be_bytes());
-    Ok(Some(out))
+    Ok(Some(vec![Chunk::Bytes(out.freeze())]))
 }
 
 /// Decodes a whole frame the way [`handle`] would, without acting on it.

@@ -61,6 +61,26 @@ pub struct ReadResult {
     pub bytes: Vec<u8>,
 }
 
+/// Whole batches as a range of a segment file, to be sent without copying.
+#[derive(Debug, Clone)]
+pub struct FileSlice {
+    pub file: std::sync::Arc<std::fs::File>,
+    pub pos: u64,
+    pub len: usize,
+    /// Offset of the last record in the range.
+    pub last_offset: i64,
+}
+
+impl FileSlice {
+    /// Copies the range into memory (for callers that need to look inside).
+    pub fn to_vec(&self) -> std::io::Result<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; self.len];
+        self.file.read_exact_at(&mut buf, self.pos)?;
+        Ok(buf)
+    }
+}
+
 /// File in the partition directory that keeps the log start offset across restarts.
 const LOG_START_FILE: &str = "log-start-offset";
 /// File that remembers up to which offset the log has been compacted.
@@ -256,6 +276,45 @@ impl Log {
         }
         buf.truncate(pos);
         Ok(ReadResult { bytes: buf })
+    }
+
+    /// Like [`Log::read`], but only finds the byte range, reading batch headers and
+    /// not the data, so the caller can hand the range to the socket. None: nothing to read.
+    pub fn read_slice(&self, offset: i64, upper: i64, max_bytes: usize, min_one: bool) -> Result<Option<FileSlice>> {
+        if offset < self.log_start_offset || offset > self.log_end_offset() {
+            return Err(Error::OffsetOutOfRange(offset));
+        }
+        if offset >= upper {
+            return Ok(None);
+        }
+        let Some((_, seg)) = self.segments.range(..=offset).next_back() else {
+            return Err(Error::OffsetOutOfRange(offset));
+        };
+        let mut found = None;
+        for (_, s) in self.segments.range(seg.base..) {
+            if let Some(x) = s.find_batch(offset)? {
+                found = Some((s, x));
+                break;
+            }
+        }
+        let Some((seg, (start, first))) = found else { return Ok(None) };
+        if first.base_offset >= upper {
+            return Ok(None);
+        }
+        let limit = start.saturating_add(max_bytes as u64);
+        let (mut pos, mut last_offset) = (start, first.last_offset());
+        while let Some(h) = seg.header_at(pos, seg.size)? {
+            let end = pos + h.total_len() as u64;
+            if h.base_offset >= upper || (end > limit && !(pos == start && min_one)) {
+                break;
+            }
+            last_offset = h.last_offset();
+            pos = end;
+        }
+        if pos == start {
+            return Ok(None);
+        }
+        Ok(Some(FileSlice { file: seg.file(), pos: start, len: (pos - start) as usize, last_offset }))
     }
 
     /// The first offset whose record timestamp is >= `ts`, with that record's timestamp.

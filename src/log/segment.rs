@@ -4,6 +4,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::batch::{self, BatchHeader, HEADER_LEN, LOG_OVERHEAD};
 use super::index::{OffsetIndex, TimeIndex};
@@ -17,7 +18,7 @@ pub fn file_stem(base: i64) -> String {
 pub struct Segment {
     pub base: i64,
     path: PathBuf,
-    file: File,
+    file: Arc<File>,
     /// Bytes of whole batches in the file.
     pub size: u64,
     index: OffsetIndex,
@@ -54,7 +55,7 @@ impl Segment {
         Ok(Segment {
             base,
             path,
-            file,
+            file: Arc::new(file),
             size: 0,
             index,
             time_index,
@@ -80,11 +81,13 @@ impl Segment {
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_millis() as i64);
         let (index, index_ok) = OffsetIndex::load(&dir.join(format!("{}.index", file_stem(base))), file_len)?;
-        let (time_index, _) = TimeIndex::load(&dir.join(format!("{}.timeindex", file_stem(base))), Some(u32::MAX))?;
+        let (time_index, time_ok) = TimeIndex::load(&dir.join(format!("{}.timeindex", file_stem(base))), Some(u32::MAX))?;
+        // An empty time index for a non-empty segment was lost, not merely unused.
+        let time_ok = time_ok && (file_len == 0 || !time_index.entries.is_empty());
         let mut seg = Segment {
             base,
             path,
-            file,
+            file: Arc::new(file),
             size: file_len,
             index,
             time_index,
@@ -95,7 +98,7 @@ impl Segment {
             created_ms,
             index_interval: 4096,
         };
-        let truncated = if recovery == Recovery::Full || !index_ok {
+        let truncated = if recovery == Recovery::Full || !index_ok || !time_ok {
             seg.rebuild(recovery == Recovery::Full)?
         } else {
             seg.load_tail()?
@@ -203,7 +206,7 @@ impl Segment {
     /// Appends one batch whose offsets are already assigned.
     pub fn append(&mut self, bytes: &[u8], h: &BatchHeader) -> std::io::Result<()> {
         let pos = self.size;
-        if let Err(e) = self.file.write_all(bytes) {
+        if let Err(e) = (&*self.file).write_all(bytes) {
             // Leave no partial batch behind on a failed write.
             let _ = self.file.set_len(pos);
             return Err(e);
@@ -215,6 +218,11 @@ impl Segment {
     /// Byte position from which to scan for `offset`.
     pub fn position_for(&self, offset: i64) -> u64 {
         self.index.lookup((offset - self.base).max(0) as u32) as u64
+    }
+
+    /// A shared handle on the `.log` file, for sending ranges of it without copies.
+    pub fn file(&self) -> Arc<File> {
+        self.file.clone()
     }
 
     /// The `.log` file's path.
