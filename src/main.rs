@@ -102,6 +102,7 @@ fn main() -> anyhow::Result<()> {
         None => cli.serve,
     };
     let started = std::time::Instant::now();
+    raise_fd_limit();
     let cfg = build_config(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(serve(cfg, started))
@@ -146,4 +147,16 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
     broker.shutdown()?;
     tracing::info!("shut down cleanly");
     Ok(())
+}
+
+/// Raises the open-file limit to the hard limit, as brokers with many partitions need.
+fn raise_fd_limit() {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed in.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
 }

@@ -156,6 +156,8 @@ impl Partition {
         for a in replayed {
             state.note_aborted(a)?;
         }
+        // Replaying opened the segment files; an idle partition holds no handles.
+        state.log.close_idle_files(i64::MAX, 0);
         Ok(Partition { topic: topic.to_string(), index, topic_id, state: Mutex::new(state) })
     }
 

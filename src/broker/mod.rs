@@ -157,6 +157,7 @@ impl Broker {
         let mut last_snapshot = now_ms();
         let mut last_offset_expiry = now_ms();
         let mut last_clean = now_ms();
+        let mut last_idle_close = now_ms();
         let mut group_tick = tokio::time::interval(std::time::Duration::from_millis(100));
         loop {
             tokio::select! {
@@ -181,9 +182,17 @@ impl Broker {
             let now = now_ms();
             let retention_due = now - last_retention >= self.config().get_i64("log.retention.check.interval.ms");
             let snapshot_due = now - last_snapshot >= 30_000;
+            let close_idle = now - last_idle_close >= 10_000;
+            if close_idle {
+                last_idle_close = now;
+            }
             for topic in self.all_topics() {
                 for p in &topic.partitions {
                     let r = p.with_state(|s| {
+                        if close_idle {
+                            // Idle partitions hold no file handles, however many there are.
+                            s.log.close_idle_files(now, 60_000);
+                        }
                         s.log.maybe_flush_by_time(now)?;
                         if retention_due {
                             let n = s.log.apply_retention(now)?;

@@ -1,8 +1,10 @@
 //! Sparse indexes of one segment: offset → file position, and timestamp → offset.
 //!
-//! Entries live in memory and are appended to their file as they are made. A file
-//! that doesn't check out on open (wrong size, out of order, past the segment's
-//! end) is thrown away and rebuilt from the segment by the caller.
+//! Entries live in memory and are appended to their file as they are made; the file
+//! handle is opened only when there is something to write, and closed when the
+//! segment goes idle, so thousands of partitions don't hold thousands of handles.
+//! A file that doesn't check out on open (wrong size, out of order, past the
+//! segment's end) is thrown away and rebuilt from the segment by the caller.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -11,19 +13,26 @@ use std::path::{Path, PathBuf};
 /// Offset index: (offset relative to the segment base, byte position).
 pub struct OffsetIndex {
     path: PathBuf,
-    file: File,
+    file: Option<File>,
     pub entries: Vec<(u32, u32)>,
 }
 
 /// Time index: (max timestamp so far, offset relative to the segment base).
 pub struct TimeIndex {
     path: PathBuf,
-    file: File,
+    file: Option<File>,
     pub entries: Vec<(i64, u32)>,
 }
 
 fn open_append(path: &Path) -> std::io::Result<File> {
     OpenOptions::new().create(true).read(true).append(true).open(path)
+}
+
+fn handle<'a>(file: &'a mut Option<File>, path: &Path) -> std::io::Result<&'a mut File> {
+    if file.is_none() {
+        *file = Some(open_append(path)?);
+    }
+    Ok(file.as_mut().expect("just opened"))
 }
 
 impl OffsetIndex {
@@ -50,7 +59,7 @@ impl OffsetIndex {
             entries.clear();
             std::fs::write(path, b"")?;
         }
-        Ok((OffsetIndex { path: path.to_path_buf(), file: open_append(path)?, entries }, ok))
+        Ok((OffsetIndex { path: path.to_path_buf(), file: None, entries }, ok))
     }
 
     /// Adds an entry; the caller spaces them by `index.interval.bytes`.
@@ -58,7 +67,7 @@ impl OffsetIndex {
         let mut e = [0u8; 8];
         e[0..4].copy_from_slice(&rel.to_be_bytes());
         e[4..8].copy_from_slice(&pos.to_be_bytes());
-        self.file.write_all(&e)?;
+        handle(&mut self.file, &self.path)?.write_all(&e)?;
         self.entries.push((rel, pos));
         Ok(())
     }
@@ -75,12 +84,17 @@ impl OffsetIndex {
     pub fn truncate_to_position(&mut self, pos: u32) -> std::io::Result<()> {
         let keep = self.entries.partition_point(|&(_, p)| p < pos);
         self.entries.truncate(keep);
-        self.file.set_len(keep as u64 * 8)?;
+        handle(&mut self.file, &self.path)?.set_len(keep as u64 * 8)?;
         Ok(())
     }
 
     pub fn sync(&self) -> std::io::Result<()> {
-        self.file.sync_data()
+        self.file.as_ref().map_or(Ok(()), File::sync_data)
+    }
+
+    /// Lets go of the file handle; the next write opens it again.
+    pub fn close(&mut self) {
+        self.file = None;
     }
 
     pub fn path(&self) -> &Path {
@@ -111,7 +125,7 @@ impl TimeIndex {
             entries.clear();
             std::fs::write(path, b"")?;
         }
-        Ok((TimeIndex { path: path.to_path_buf(), file: open_append(path)?, entries }, ok))
+        Ok((TimeIndex { path: path.to_path_buf(), file: None, entries }, ok))
     }
 
     /// Records that timestamps up to `ts` are found at or before relative offset `rel`.
@@ -122,7 +136,7 @@ impl TimeIndex {
         let mut e = [0u8; 12];
         e[0..8].copy_from_slice(&ts.to_be_bytes());
         e[8..12].copy_from_slice(&rel.to_be_bytes());
-        self.file.write_all(&e)?;
+        handle(&mut self.file, &self.path)?.write_all(&e)?;
         self.entries.push((ts, rel));
         Ok(())
     }
@@ -138,12 +152,17 @@ impl TimeIndex {
     pub fn truncate_to_offset(&mut self, rel: u32) -> std::io::Result<()> {
         let keep = self.entries.partition_point(|&(_, r)| r < rel);
         self.entries.truncate(keep);
-        self.file.set_len(keep as u64 * 12)?;
+        handle(&mut self.file, &self.path)?.set_len(keep as u64 * 12)?;
         Ok(())
     }
 
     pub fn sync(&self) -> std::io::Result<()> {
-        self.file.sync_data()
+        self.file.as_ref().map_or(Ok(()), File::sync_data)
+    }
+
+    /// Lets go of the file handle; the next write opens it again.
+    pub fn close(&mut self) {
+        self.file = None;
     }
 
     pub fn path(&self) -> &Path {

@@ -156,6 +156,8 @@ impl Log {
         if log.log_start_offset > leo {
             log.log_start_offset = leo;
         }
+        // Recovery opened every file; let them go until someone reads or writes.
+        log.close_idle_files(i64::MAX, 0);
         Ok(log)
     }
 
@@ -314,7 +316,7 @@ impl Log {
         if pos == start {
             return Ok(None);
         }
-        Ok(Some(FileSlice { file: seg.file(), pos: start, len: (pos - start) as usize, last_offset }))
+        Ok(Some(FileSlice { file: seg.file()?, pos: start, len: (pos - start) as usize, last_offset }))
     }
 
     /// The first offset whose record timestamp is >= `ts`, with that record's timestamp.
@@ -328,6 +330,10 @@ impl Log {
             for (p, h) in seg.headers_from(pos)? {
                 if h.max_timestamp < ts || h.last_offset() < self.log_start_offset {
                     continue;
+                }
+                if h.attributes & batch::ATTR_LOG_APPEND_TIME != 0 {
+                    // Every record of a LogAppendTime batch carries the batch's time.
+                    return Ok(Some((h.base_offset.max(self.log_start_offset), h.max_timestamp)));
                 }
                 let bytes = seg.read_at(p, h.total_len())?;
                 if let Some(recs) = batch::record_timestamps(&bytes) {
@@ -349,6 +355,9 @@ impl Log {
         };
         let target = seg.offset_of_max_timestamp;
         if let Some((p, h)) = seg.find_batch(target)? {
+            if h.attributes & batch::ATTR_LOG_APPEND_TIME != 0 {
+                return Ok(Some((h.base_offset, h.max_timestamp)));
+            }
             let bytes = seg.read_at(p, h.total_len())?;
             if let Some(recs) = batch::record_timestamps(&bytes) {
                 if let Some(&(delta, t)) = recs.iter().find(|&&(_, t)| t == h.max_timestamp) {
@@ -488,6 +497,11 @@ impl Log {
         Ok(true)
     }
 
+    /// Closes file handles of segments idle for `idle_ms`. Returns how many closed.
+    pub fn close_idle_files(&mut self, now_ms: i64, idle_ms: i64) -> usize {
+        self.segments.values_mut().filter_map(|s| s.close_if_idle(now_ms, idle_ms).then_some(())).count()
+    }
+
     /// Applies new settings.
     pub fn reconfigure(&mut self, config: LogConfig) {
         for s in self.segments.values_mut() {
@@ -531,6 +545,19 @@ mod tests {
         let log = Log::open(dir.path(), cfg, false, 0).unwrap();
         assert_eq!(log.log_end_offset(), 200);
         assert_eq!(log.headers_from(150).unwrap().len(), 13);
+    }
+
+    #[test]
+    fn log_append_time_batches_match_by_their_append_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = Log::open(dir.path(), LogConfig::default(), true, 0).unwrap();
+        let mut b = make_batch(3, 100, -1, -1, -1);
+        batch::assign_offset(&mut b, 0, 0);
+        batch::set_log_append_time(&mut b, 5000);
+        let h = batch::validate(&b).unwrap();
+        log.append(&b, &h, 5000).unwrap();
+        assert_eq!(log.offset_for_timestamp(5000).unwrap(), Some((0, 5000)));
+        assert_eq!(log.max_timestamp().unwrap(), Some((0, 5000)));
     }
 
     #[test]

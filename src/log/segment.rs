@@ -18,7 +18,9 @@ pub fn file_stem(base: i64) -> String {
 pub struct Segment {
     pub base: i64,
     path: PathBuf,
-    file: Arc<File>,
+    /// Opened on first use and closed when idle (see [`Segment::close_if_idle`]).
+    file: parking_lot::Mutex<Option<Arc<File>>>,
+    last_used: std::sync::atomic::AtomicI64,
     /// Bytes of whole batches in the file.
     pub size: u64,
     index: OffsetIndex,
@@ -55,7 +57,8 @@ impl Segment {
         Ok(Segment {
             base,
             path,
-            file: Arc::new(file),
+            file: parking_lot::Mutex::new(Some(Arc::new(file))),
+            last_used: std::sync::atomic::AtomicI64::new(now_ms),
             size: 0,
             index,
             time_index,
@@ -72,10 +75,9 @@ impl Segment {
     /// how many bytes of torn or corrupt tail were cut off.
     pub fn open(dir: &Path, base: i64, recovery: Recovery) -> std::io::Result<(Segment, u64)> {
         let path = dir.join(format!("{}.log", file_stem(base)));
-        let file = OpenOptions::new().read(true).append(true).open(&path)?;
-        let file_len = file.metadata()?.len();
-        let created_ms = file
-            .metadata()?
+        let meta = std::fs::metadata(&path)?;
+        let file_len = meta.len();
+        let created_ms = meta
             .modified()
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
@@ -87,7 +89,8 @@ impl Segment {
         let mut seg = Segment {
             base,
             path,
-            file: Arc::new(file),
+            file: parking_lot::Mutex::new(None),
+            last_used: std::sync::atomic::AtomicI64::new(created_ms),
             size: file_len,
             index,
             time_index,
@@ -114,7 +117,7 @@ impl Segment {
         self.bytes_since_index = 0;
         self.next_offset = self.base;
         self.max_timestamp = -1;
-        let file_len = self.file.metadata()?.len();
+        let file_len = self.f()?.metadata()?.len();
         let mut pos = 0u64;
         let mut prev_next = self.base;
         while pos < file_len {
@@ -124,7 +127,7 @@ impl Segment {
             }
             if check_crc {
                 let mut buf = vec![0u8; h.total_len()];
-                self.file.read_exact_at(&mut buf, pos)?;
+                self.f()?.read_exact_at(&mut buf, pos)?;
                 if batch::validate(&buf).is_err() {
                     break;
                 }
@@ -135,7 +138,7 @@ impl Segment {
         }
         let cut = file_len - pos;
         if cut > 0 {
-            self.file.set_len(pos)?;
+            self.f()?.set_len(pos)?;
         }
         self.size = pos;
         Ok(cut)
@@ -171,7 +174,7 @@ impl Segment {
             return Ok(None);
         }
         let mut hb = [0u8; HEADER_LEN];
-        self.file.read_exact_at(&mut hb, pos)?;
+        self.f()?.read_exact_at(&mut hb, pos)?;
         let h = match BatchHeader::parse(&hb) {
             Ok(h) => h,
             Err(_) => return Ok(None),
@@ -206,9 +209,9 @@ impl Segment {
     /// Appends one batch whose offsets are already assigned.
     pub fn append(&mut self, bytes: &[u8], h: &BatchHeader) -> std::io::Result<()> {
         let pos = self.size;
-        if let Err(e) = (&*self.file).write_all(bytes) {
+        if let Err(e) = (&*self.f()?).write_all(bytes) {
             // Leave no partial batch behind on a failed write.
-            let _ = self.file.set_len(pos);
+            let _ = self.f()?.set_len(pos);
             return Err(e);
         }
         self.size += bytes.len() as u64;
@@ -221,8 +224,30 @@ impl Segment {
     }
 
     /// A shared handle on the `.log` file, for sending ranges of it without copies.
-    pub fn file(&self) -> Arc<File> {
-        self.file.clone()
+    pub fn file(&self) -> std::io::Result<Arc<File>> {
+        self.f()
+    }
+
+    /// The file handle, opened if needed.
+    fn f(&self) -> std::io::Result<Arc<File>> {
+        let mut guard = self.file.lock();
+        if guard.is_none() {
+            *guard = Some(Arc::new(OpenOptions::new().read(true).append(true).open(&self.path)?));
+        }
+        self.last_used.store(crate::broker::now_ms(), std::sync::atomic::Ordering::Relaxed);
+        Ok(guard.as_ref().expect("just opened").clone())
+    }
+
+    /// Closes the file handles if unused for `idle_ms`. Reads in flight keep their own
+    /// reference, so nothing they hold is closed under them.
+    pub fn close_if_idle(&mut self, now_ms: i64, idle_ms: i64) -> bool {
+        if now_ms - self.last_used.load(std::sync::atomic::Ordering::Relaxed) < idle_ms {
+            return false;
+        }
+        let had = self.file.lock().take().is_some();
+        self.index.close();
+        self.time_index.close();
+        had
     }
 
     /// The `.log` file's path.
@@ -245,7 +270,7 @@ impl Segment {
     /// Reads `len` bytes at `pos`.
     pub fn read_at(&self, pos: u64, len: usize) -> std::io::Result<Vec<u8>> {
         let mut buf = vec![0u8; len];
-        self.file.read_exact_at(&mut buf, pos)?;
+        self.f()?.read_exact_at(&mut buf, pos)?;
         Ok(buf)
     }
 
@@ -261,7 +286,7 @@ impl Segment {
             Some((pos, h)) => pos + h.total_len() as u64,
             None => return Ok(()),
         };
-        self.file.set_len(pos)?;
+        self.f()?.set_len(pos)?;
         self.size = pos;
         self.index.truncate_to_position(pos as u32)?;
         self.time_index.truncate_to_offset((offset - self.base).max(0) as u32)?;
@@ -270,7 +295,9 @@ impl Segment {
     }
 
     pub fn flush(&self) -> std::io::Result<()> {
-        self.file.sync_data()?;
+        if let Some(f) = self.file.lock().as_ref() {
+            f.sync_data()?;
+        }
         self.index.sync()?;
         self.time_index.sync()
     }
