@@ -54,6 +54,16 @@ fn committed_fields(c: Option<Committed>) -> (i64, i32, String) {
     }
 }
 
+/// With `require_stable`, a partition whose offset waits on an open transaction
+/// answers UNSTABLE_OFFSET_COMMIT instead of a possibly stale offset.
+fn stable_or_error(ctx: &Ctx<'_>, require_stable: bool, group: &str, topic: &str, p: i32, c: Option<Committed>) -> (i64, i32, String, i16) {
+    if require_stable && ctx.broker.groups.has_pending_txn(group, topic, p) {
+        return (-1, -1, String::new(), Error::UnstableOffsetCommit.code());
+    }
+    let (o, e, m) = committed_fields(c);
+    (o, e, m, 0)
+}
+
 pub async fn offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> OffsetFetchResponse {
     let v = ctx.version;
     let groups = &ctx.broker.groups;
@@ -70,12 +80,13 @@ pub async fn offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> OffsetFetch
                         let partitions = ps
                             .into_iter()
                             .map(|(p, c)| {
-                                let (off, epoch, meta) = committed_fields(c);
+                                let (off, epoch, meta, err) = stable_or_error(ctx, req.require_stable, &g.group_id.0, &t, p, c);
                                 OffsetFetchResponsePartitions::default()
                                     .with_partition_index(p)
                                     .with_committed_offset(off)
                                     .with_committed_leader_epoch(epoch)
                                     .with_metadata(Some(sb(meta)))
+                                    .with_error_code(err)
                             })
                             .collect();
                         OffsetFetchResponseTopics::default().with_name(sb(t).into()).with_partitions(partitions)
@@ -95,8 +106,12 @@ pub async fn offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> OffsetFetch
             let partitions = ps
                 .into_iter()
                 .map(|(p, c)| {
-                    let (off, epoch, meta) = committed_fields(c);
-                    let r = OffsetFetchResponsePartition::default().with_partition_index(p).with_committed_offset(off).with_metadata(Some(sb(meta)));
+                    let (off, epoch, meta, err) = stable_or_error(ctx, v >= 7 && req.require_stable, &req.group_id.0, &t, p, c);
+                    let r = OffsetFetchResponsePartition::default()
+                        .with_partition_index(p)
+                        .with_committed_offset(off)
+                        .with_metadata(Some(sb(meta)))
+                        .with_error_code(err);
                     if v >= 5 { r.with_committed_leader_epoch(epoch) } else { r }
                 })
                 .collect();

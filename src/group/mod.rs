@@ -496,9 +496,9 @@ impl Coordinator {
         }
     }
 
-    /// Is any offset of `group` waiting on an open transaction?
-    pub fn has_pending_txn(&self, group: &str) -> bool {
-        self.inner.lock().pending_txn.values().flatten().any(|(g, ..)| g == group)
+    /// Is this partition's offset for `group` waiting on an open transaction?
+    pub fn has_pending_txn(&self, group: &str, topic: &str, partition: i32) -> bool {
+        self.inner.lock().pending_txn.values().flatten().any(|(g, t, p, _)| g == group && t == topic && *p == partition)
     }
 
     /// OffsetFetch: the committed offset of each asked partition, or of all of them.
