@@ -308,23 +308,25 @@ impl Partition {
     /// Compacts the closed segments if enough of them is dirty. Returns bytes saved.
     pub fn compact(&self, now_ms: i64) -> Result<u64> {
         use crate::log::cleaner;
-        let (cfg, segments, checkpoint) = {
+        let (cfg, segments, checkpoint, aborted, lso) = {
             let st = self.state.lock();
             let Some(cfg) = st.log.config.compact.clone() else { return Ok(0) };
             let segs = st.log.cleanable_segments(now_ms, cfg.min_compaction_lag_ms);
-            (cfg, segs, st.log.cleaner_checkpoint())
+            (cfg, segs, st.log.cleaner_checkpoint(), st.aborted.clone(), st.last_stable_offset())
         };
+        // Never compact past an open transaction: whether its records count isn't known yet.
+        let segments: Vec<_> = segments.into_iter().take_while(|s| s.2 <= lso).collect();
         let total: u64 = segments.iter().map(|s| s.3).sum();
         let dirty: u64 = segments.iter().filter(|s| s.2 > checkpoint).map(|s| s.3).sum();
         if total == 0 || dirty == 0 || (dirty as f64) < cfg.min_cleanable_dirty_ratio * total as f64 {
             return Ok(0);
         }
         let paths: Vec<_> = segments.iter().map(|s| s.1.clone()).collect();
-        let map = cleaner::build_offset_map(&paths)?;
+        let map = cleaner::build_offset_map(&paths, &aborted)?;
         let mut saved = 0u64;
         for (base, path, _, _) in &segments {
             let out = path.with_extension("log.cleaned");
-            let (before, after) = cleaner::clean_segment(path, &out, &map, &cfg, now_ms)?;
+            let (before, after) = cleaner::clean_segment(path, &out, &map, &aborted, &cfg, now_ms)?;
             saved += (before - after) as u64;
             self.state.lock().log.replace_segment(*base, &out)?;
         }

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use super::batch::{self, BatchHeader, HEADER_LEN};
 use super::compression;
 use crate::error::{Error, Result};
+use crate::txn::producers::Aborted;
 
 /// Settings that steer compaction, from the topic config.
 #[derive(Debug, Clone)]
@@ -110,13 +111,18 @@ fn batches(bytes: &[u8]) -> impl Iterator<Item = (BatchHeader, &[u8])> {
     super::records::batches(bytes).filter_map(|b| BatchHeader::parse(b).ok().map(|h| (h, b)))
 }
 
+/// Is this batch part of a transaction that was aborted? Its records never count.
+fn is_aborted(h: &BatchHeader, aborted: &[Aborted]) -> bool {
+    h.is_transactional() && aborted.iter().any(|a| a.producer_id == h.producer_id && a.first <= h.base_offset && h.base_offset < a.last)
+}
+
 /// Maps each key to the offset of its newest record across `segments`.
-pub fn build_offset_map(segments: &[PathBuf]) -> Result<HashMap<Vec<u8>, i64>> {
+pub fn build_offset_map(segments: &[PathBuf], aborted: &[Aborted]) -> Result<HashMap<Vec<u8>, i64>> {
     let mut map = HashMap::new();
     for path in segments {
         let bytes = std::fs::read(path)?;
         for (h, b) in batches(&bytes) {
-            if h.is_control() {
+            if h.is_control() || is_aborted(&h, aborted) {
                 continue;
             }
             let data = records_section(b, &h)?;
@@ -131,12 +137,16 @@ pub fn build_offset_map(segments: &[PathBuf]) -> Result<HashMap<Vec<u8>, i64>> {
 }
 
 /// Writes the cleaned copy of one segment to `out`. Returns (bytes before, bytes after).
-pub fn clean_segment(path: &Path, out: &Path, map: &HashMap<Vec<u8>, i64>, cfg: &CleanConfig, now_ms: i64) -> Result<(usize, usize)> {
+pub fn clean_segment(path: &Path, out: &Path, map: &HashMap<Vec<u8>, i64>, aborted: &[Aborted], cfg: &CleanConfig, now_ms: i64) -> Result<(usize, usize)> {
     let bytes = std::fs::read(path)?;
     let mut cleaned = Vec::with_capacity(bytes.len());
     for (h, b) in batches(&bytes) {
         if h.is_control() {
             cleaned.extend_from_slice(b);
+            continue;
+        }
+        if is_aborted(&h, aborted) {
+            // Records of aborted transactions are never visible: compaction drops them.
             continue;
         }
         let data = records_section(b, &h)?;
@@ -193,15 +203,15 @@ mod tests {
             let mut b2 = keyed_batch(&[("a", Some("2")), ("c", None)], codec);
             batch::assign_offset(&mut b2, 3, 0);
             std::fs::write(&seg, [b1, b2].concat()).unwrap();
-            let map = build_offset_map(&[seg.clone()]).unwrap();
+            let map = build_offset_map(&[seg.clone()], &[]).unwrap();
             let cfg = CleanConfig { delete_retention_ms: 0, min_compaction_lag_ms: 0, min_cleanable_dirty_ratio: 0.5 };
             let out = dir.path().join("out");
             // Tombstones are kept until delete.retention.ms has passed...
-            clean_segment(&seg, &out, &map, &CleanConfig { delete_retention_ms: i64::MAX / 2, ..cfg.clone() }, 2000).unwrap();
+            clean_segment(&seg, &out, &map, &[], &CleanConfig { delete_retention_ms: i64::MAX / 2, ..cfg.clone() }, 2000).unwrap();
             let kept = survivors(&out);
             assert_eq!(kept, vec![(1, "b".into(), true), (3, "a".into(), true), (4, "c".into(), false)], "codec {codec}");
             // ...and dropped after.
-            clean_segment(&seg, &out, &map, &cfg, 2000).unwrap();
+            clean_segment(&seg, &out, &map, &[], &cfg, 2000).unwrap();
             assert_eq!(survivors(&out), vec![(1, "b".into(), true), (3, "a".into(), true)], "codec {codec}");
             let bytes = std::fs::read(&out).unwrap();
             for (h, b) in batches(&bytes) {

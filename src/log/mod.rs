@@ -390,7 +390,9 @@ impl Log {
         let mut total = self.size() as i64;
         while self.segments.len() > 1 {
             let first = self.segments.values().next().expect("more than one segment");
-            let by_time = self.config.retention_ms >= 0 && first.max_timestamp >= 0 && now_ms - first.max_timestamp > self.config.retention_ms;
+            // An empty segment (compaction can leave one) ages from its file time, as in Kafka.
+            let newest = if first.max_timestamp >= 0 { first.max_timestamp } else { first.created_ms };
+            let by_time = self.config.retention_ms >= 0 && now_ms - newest > self.config.retention_ms;
             let by_size = self.config.retention_bytes >= 0 && total - first.size as i64 >= self.config.retention_bytes;
             let below_start = first.next_offset <= self.log_start_offset;
             if !(by_time || by_size || below_start) {
