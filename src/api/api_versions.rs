@@ -1,11 +1,11 @@
 //! ApiVersions: the list is built from the handler table, so nothing unbuilt is advertised.
 
 use bytes::{BufMut, BytesMut};
-use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::api_versions_response::{ApiVersion, FinalizedFeatureKey, SupportedFeatureKey};
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::Encodable;
 
-use super::{Ctx, SUPPORTED};
+use super::{sb, Ctx, SUPPORTED};
 
 const UNSUPPORTED_VERSION: i16 = 35;
 
@@ -16,8 +16,23 @@ fn api_list() -> Vec<ApiVersion> {
         .collect()
 }
 
-pub async fn handle(_ctx: &Ctx<'_>, _req: ApiVersionsRequest) -> ApiVersionsResponse {
-    ApiVersionsResponse::default().with_error_code(0).with_api_keys(api_list())
+/// Feature levels this broker supports and has finalized: transactions v2 (KIP-890).
+const TRANSACTION_VERSION: i16 = 2;
+
+pub async fn handle(ctx: &Ctx<'_>, _req: ApiVersionsRequest) -> ApiVersionsResponse {
+    let resp = ApiVersionsResponse::default().with_error_code(0).with_api_keys(api_list());
+    if ctx.version < 3 {
+        return resp;
+    }
+    resp.with_supported_features(vec![SupportedFeatureKey::default()
+        .with_name(sb("transaction.version"))
+        .with_min_version(0)
+        .with_max_version(TRANSACTION_VERSION)])
+        .with_finalized_features_epoch(1)
+        .with_finalized_features(vec![FinalizedFeatureKey::default()
+            .with_name(sb("transaction.version"))
+            .with_min_version_level(TRANSACTION_VERSION)
+            .with_max_version_level(TRANSACTION_VERSION)])
 }
 
 /// A complete v0 response frame with UNSUPPORTED_VERSION, for a version we don't know.

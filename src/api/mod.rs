@@ -113,9 +113,9 @@ apis! {
     DeleteTopics: DeleteTopicsRequest => admin::delete_topics [1, 6] always;
     DeleteRecords: DeleteRecordsRequest => admin::delete_records [0, 2] always;
     InitProducerId: InitProducerIdRequest => coordinator::init_producer_id [0, 5] always;
-    AddPartitionsToTxn: AddPartitionsToTxnRequest => txn::add_partitions [0, 3] always;
+    AddPartitionsToTxn: AddPartitionsToTxnRequest => txn::add_partitions [0, 5] always;
     AddOffsetsToTxn: AddOffsetsToTxnRequest => txn::add_offsets [0, 4] always;
-    EndTxn: EndTxnRequest => txn::end_txn [0, 4] always;
+    EndTxn: EndTxnRequest => txn::end_txn [0, 5] always;
     TxnOffsetCommit: TxnOffsetCommitRequest => txn::txn_offset_commit [0, 5] always;
     DescribeConfigs: DescribeConfigsRequest => configs::describe_configs [1, 4] always;
     AlterConfigs: AlterConfigsRequest => configs::alter_configs [0, 2] always;

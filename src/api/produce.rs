@@ -31,7 +31,12 @@ pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceRespons
                         let records = pd.records.as_deref().unwrap_or(&[]);
                         if let Ok(h) = crate::log::batch::BatchHeader::parse(records) {
                             if h.is_transactional() && !h.is_control() {
-                                broker.txns.verify(h.producer_id, h.producer_epoch, &p.topic, p.index)?;
+                                if ctx.version >= 12 {
+                                    // Produce v12+ comes from transactions-v2 clients: add implicitly.
+                                    broker.txns.add_implicitly(broker, h.producer_id, h.producer_epoch, &p.topic, p.index)?;
+                                } else {
+                                    broker.txns.verify(h.producer_id, h.producer_epoch, &p.topic, p.index)?;
+                                }
                             }
                         }
                         p.append(records, acks, now)

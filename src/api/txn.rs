@@ -15,18 +15,17 @@ fn code(r: crate::error::Result<()>, fenced_supported: bool) -> i16 {
     r.err().map_or(0, |e| e.for_old_clients(fenced_supported).code())
 }
 
-pub async fn add_partitions(ctx: &Ctx<'_>, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse {
-    let broker = ctx.broker;
-    let parts: Vec<(String, i32)> = req.v3_and_below_topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), *p))).collect();
+/// Per-partition codes for one transaction's partitions.
+fn partition_codes(
+    broker: &crate::broker::Broker,
+    topics: &[add_partitions_to_txn_request::AddPartitionsToTxnTopic],
+    result: impl Fn(&[(String, i32)]) -> crate::error::Result<()>,
+    fenced_ok: bool,
+) -> Vec<AddPartitionsToTxnTopicResult> {
+    let parts: Vec<(String, i32)> = topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), *p))).collect();
     let unknown: Vec<&(String, i32)> = parts.iter().filter(|(t, p)| broker.partition(t, *p).is_none()).collect();
-    let result = if unknown.is_empty() {
-        broker.txns.add_partitions(broker, &req.v3_and_below_transactional_id.0, req.v3_and_below_producer_id.0, req.v3_and_below_producer_epoch, &parts)
-    } else {
-        Err(Error::OperationNotAttempted)
-    };
-    let fenced_ok = ctx.version >= 2;
-    let topics = req
-        .v3_and_below_topics
+    let r = if unknown.is_empty() { result(&parts) } else { Err(Error::OperationNotAttempted) };
+    topics
         .iter()
         .map(|t| {
             let results = t
@@ -36,14 +35,49 @@ pub async fn add_partitions(ctx: &Ctx<'_>, req: AddPartitionsToTxnRequest) -> Ad
                     let c = if unknown.iter().any(|(n, q)| n == &*t.name.0 && q == p) {
                         Error::UnknownTopicOrPartition.code()
                     } else {
-                        code(result.clone(), fenced_ok)
+                        code(r.clone(), fenced_ok)
                     };
                     AddPartitionsToTxnPartitionResult::default().with_partition_index(*p).with_partition_error_code(c)
                 })
                 .collect();
             AddPartitionsToTxnTopicResult::default().with_name(t.name.clone()).with_results_by_partition(results)
         })
-        .collect();
+        .collect()
+}
+
+pub async fn add_partitions(ctx: &Ctx<'_>, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse {
+    let broker = ctx.broker;
+    if ctx.version >= 4 {
+        // The batched form brokers use: several transactions, each possibly verify-only.
+        let results = req
+            .transactions
+            .iter()
+            .map(|t| {
+                let topic_results = partition_codes(
+                    broker,
+                    &t.topics,
+                    |parts| {
+                        if t.verify_only {
+                            parts.iter().try_for_each(|(tp, p)| broker.txns.verify(t.producer_id.0, t.producer_epoch, tp, *p))
+                        } else {
+                            broker.txns.add_partitions(broker, &t.transactional_id.0, t.producer_id.0, t.producer_epoch, parts)
+                        }
+                    },
+                    true,
+                );
+                add_partitions_to_txn_response::AddPartitionsToTxnResult::default()
+                    .with_transactional_id(t.transactional_id.clone())
+                    .with_topic_results(topic_results)
+            })
+            .collect();
+        return AddPartitionsToTxnResponse::default().with_results_by_transaction(results);
+    }
+    let topics = partition_codes(
+        broker,
+        &req.v3_and_below_topics,
+        |parts| broker.txns.add_partitions(broker, &req.v3_and_below_transactional_id.0, req.v3_and_below_producer_id.0, req.v3_and_below_producer_epoch, parts),
+        ctx.version >= 2,
+    );
     AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(topics)
 }
 
@@ -55,8 +89,18 @@ pub async fn add_offsets(ctx: &Ctx<'_>, req: AddOffsetsToTxnRequest) -> AddOffse
 }
 
 pub async fn end_txn(ctx: &Ctx<'_>, req: EndTxnRequest) -> EndTxnResponse {
-    let r = ctx.broker.txns.end(ctx.broker, &req.transactional_id.0, req.producer_id.0, req.producer_epoch, req.committed);
-    EndTxnResponse::default().with_error_code(code(r, ctx.version >= 2))
+    // EndTxn v5 is how a client says it speaks transactions v2.
+    let tv2 = ctx.version >= 5;
+    let r = ctx.broker.txns.end(ctx.broker, &req.transactional_id.0, req.producer_id.0, req.producer_epoch, req.committed, tv2);
+    let resp = EndTxnResponse::default();
+    match r {
+        Ok((pid, epoch)) if tv2 => resp.with_producer_id(pid.into()).with_producer_epoch(epoch),
+        Ok(_) => resp,
+        Err(e) => {
+            let resp = resp.with_error_code(e.for_old_clients(ctx.version >= 2).code());
+            if tv2 { resp.with_producer_id((-1).into()).with_producer_epoch(-1) } else { resp }
+        }
+    }
 }
 
 pub async fn txn_offset_commit(ctx: &Ctx<'_>, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {
@@ -74,6 +118,24 @@ pub async fn txn_offset_commit(ctx: &Ctx<'_>, req: TxnOffsetCommitRequest) -> Tx
         })
         .collect();
     let generation = if ctx.version >= 3 { req.generation_id } else { -1 };
+    if ctx.version >= 5 {
+        // Transactions v2: the group's offsets partition joins the transaction here.
+        let b = ctx.broker;
+        let p = b.groups.offsets_partition(&req.group_id.0);
+        if let Err(e) = b.groups.ensure_offsets_topic(b).and_then(|_| b.txns.add_implicitly(b, req.producer_id.0, req.producer_epoch, OFFSETS_TOPIC, p)) {
+            let c = e.code();
+            let topics = req
+                .topics
+                .iter()
+                .map(|t| {
+                    TxnOffsetCommitResponseTopic::default()
+                        .with_name(t.name.clone())
+                        .with_partitions(t.partitions.iter().map(|p| TxnOffsetCommitResponsePartition::default().with_partition_index(p.partition_index).with_error_code(c)).collect())
+                })
+                .collect();
+            return TxnOffsetCommitResponse::default().with_topics(topics);
+        }
+    }
     let result = ctx.broker.groups.txn_commit(
         ctx.broker,
         &req.group_id.0,

@@ -206,20 +206,69 @@ impl TxnCoordinator {
         Ok(())
     }
 
-    /// EndTxn: commit or abort.
-    pub fn end(&self, broker: &Broker, id: &str, pid: i64, epoch: i16, commit: bool) -> Result<()> {
+    /// EndTxn: commit or abort. With transactions v2 (KIP-890) the epoch is bumped on
+    /// every end, the markers carry the new epoch, and the new (id, epoch) is returned.
+    pub fn end(&self, broker: &Broker, id: &str, pid: i64, epoch: i16, commit: bool, tv2: bool) -> Result<(i64, i16)> {
         let mut txns = self.txns.lock();
+        if tv2 {
+            // A retry whose first answer was lost: the end already happened one epoch up.
+            if let Some(m) = txns.get(id) {
+                let done = if commit { TxnState::CompleteCommit } else { TxnState::CompleteAbort };
+                if m.producer_id == pid && m.state == done && m.epoch == epoch.saturating_add(1) {
+                    return Ok((m.producer_id, m.epoch));
+                }
+            }
+        }
         let m = Self::checked(&mut txns, id, pid, epoch)?;
         match (m.state, commit) {
             (TxnState::Ongoing, _) => {}
+            // Nothing was sent in this transaction: v2 still moves the epoch on.
+            (TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort, _) if tv2 => {
+                Self::bump(broker, m)?;
+                m.state = if commit { TxnState::CompleteCommit } else { TxnState::CompleteAbort };
+                self.persist(broker, m)?;
+                return Ok((m.producer_id, m.epoch));
+            }
             // A retry of an end that already happened.
-            (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => return Ok(()),
+            (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => return Ok((m.producer_id, m.epoch)),
             (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => return Err(Error::ConcurrentTransactions),
             (s, _) => return Err(Error::InvalidTxnState(format!("cannot {} from {}", if commit { "commit" } else { "abort" }, s.name()))),
         }
+        if tv2 {
+            Self::bump(broker, m)?;
+        }
         m.state = if commit { TxnState::PrepareCommit } else { TxnState::PrepareAbort };
         self.persist(broker, m)?;
-        self.complete(broker, m, commit)
+        self.complete(broker, m, commit)?;
+        Ok((m.producer_id, m.epoch))
+    }
+
+    /// Moves to the next epoch, or to a new producer id when the epoch is exhausted.
+    fn bump(broker: &Broker, m: &mut TxnMeta) -> Result<()> {
+        if m.epoch >= i16::MAX - 1 {
+            m.producer_id = broker.producer_ids.allocate()?;
+            m.epoch = 0;
+        } else {
+            m.epoch += 1;
+        }
+        Ok(())
+    }
+
+    /// Transactions v2: a partition joins `pid`'s transaction when it first writes to it
+    /// (or commits offsets for a group), with no AddPartitionsToTxn from the client.
+    pub fn add_implicitly(&self, broker: &Broker, pid: i64, epoch: i16, topic: &str, partition: i32) -> Result<()> {
+        let id = {
+            let txns = self.txns.lock();
+            let m = txns.values().find(|m| m.producer_id == pid).ok_or(Error::InvalidProducerIdMapping)?;
+            if epoch < m.epoch {
+                return Err(Error::InvalidProducerEpoch { got: epoch, current: m.epoch });
+            }
+            if m.state == TxnState::Ongoing && m.partitions.contains(&(topic.to_string(), partition)) {
+                return Ok(());
+            }
+            m.id.clone()
+        };
+        self.add_partitions(broker, &id, pid, epoch, &[(topic.to_string(), partition)])
     }
 
     /// Aborts transactions open longer than their timeout.
