@@ -31,6 +31,8 @@ pub enum Error {
     InvalidRequest(String),
     #[error("invalid record: {0}")]
     InvalidRecord(String),
+    #[error("{message}")]
+    InvalidRecords { indexes: Vec<i32>, message: String },
     #[error("invalid required acks {0}")]
     InvalidRequiredAcks(i16),
     #[error("not enough in-sync replicas")]
@@ -134,7 +136,7 @@ impl Error {
             InvalidReplicaAssignment(_) => ResponseError::InvalidReplicaAssignment,
             InvalidConfig(_) => ResponseError::InvalidConfig,
             InvalidRequest(_) => ResponseError::InvalidRequest,
-            InvalidRecord(_) => ResponseError::InvalidRecord,
+            InvalidRecord(_) | InvalidRecords { .. } => ResponseError::InvalidRecord,
             InvalidRequiredAcks(_) => ResponseError::InvalidRequiredAcks,
             NotEnoughReplicas => ResponseError::NotEnoughReplicas,
             OutOfOrderSequence { .. } => ResponseError::OutOfOrderSequenceNumber,

@@ -189,8 +189,12 @@ impl Partition {
         if !cfg.log_append_time {
             check_timestamp(&h, &cfg, now_ms)?;
         }
-        if cfg.compacted && !crate::log::cleaner::all_keyed(records)? {
-            return Err(Error::InvalidRecord(format!("compacted topic {} cannot accept a record without a key", self.topic)));
+        if cfg.compacted {
+            let keyless = crate::log::cleaner::keyless_records(records)?;
+            if !keyless.is_empty() {
+                let message = format!("Compacted topic cannot accept message without key in topic partition {}-{}.", self.topic, self.index);
+                return Err(Error::InvalidRecords { indexes: keyless, message });
+            }
         }
         if acks == -1 && cfg.min_insync_replicas > 1 {
             // The ISR is this broker alone.

@@ -1,6 +1,6 @@
 //! Produce: validate each partition's batch, append it, and answer per partition.
 
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::*;
 
 use super::{sb, Ctx};
@@ -53,7 +53,22 @@ pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceRespons
                     Err(e) => {
                         tracing::debug!(error = %e, "produce refused");
                         let r = r.with_error_code(e.code()).with_base_offset(-1).with_log_append_time_ms(-1).with_log_start_offset(-1);
-                        if ctx.version >= 8 { r.with_error_message(Some(sb(e.message()))) } else { r }
+                        if ctx.version < 8 {
+                            return r;
+                        }
+                        // Name the offending records, so clients fail only those (KIP-467).
+                        let record_errors = match &e {
+                            Error::InvalidRecords { indexes, message } => indexes
+                                .iter()
+                                .map(|&i| BatchIndexAndErrorMessage::default().with_batch_index(i).with_batch_index_error_message(Some(sb(message.clone()))))
+                                .collect(),
+                            _ => vec![],
+                        };
+                        let message = match &e {
+                            Error::InvalidRecords { indexes, .. } => format!("One or more records have been rejected due to {} record errors in total.", indexes.len()),
+                            other => other.message(),
+                        };
+                        r.with_error_message(Some(sb(message))).with_record_errors(record_errors)
                     }
                 }
             })

@@ -83,11 +83,11 @@ pub fn records_section(b: &[u8], h: &BatchHeader) -> Result<Vec<u8>> {
     compression::decompress(h.compression(), &b[HEADER_LEN..h.total_len()], MAX_INFLATED)
 }
 
-/// Does every record of this batch have a key? (Compacted topics require it.)
-pub fn all_keyed(b: &[u8]) -> Result<bool> {
+/// Positions of the records without a key in this batch (compacted topics refuse them).
+pub fn keyless_records(b: &[u8]) -> Result<Vec<i32>> {
     let h = BatchHeader::parse(b)?;
     let data = records_section(b, &h)?;
-    Ok(split_records(&data, h.records_count)?.iter().all(|r| r.key.is_some()))
+    Ok(split_records(&data, h.records_count)?.iter().enumerate().filter(|(_, r)| r.key.is_none()).map(|(i, _)| i as i32).collect())
 }
 
 /// Rebuilds a batch around a subset of its records.
