@@ -100,6 +100,33 @@ pub struct Description {
     pub members: Vec<(String, Option<String>, String, String, Bytes, Bytes)>,
 }
 
+/// Offsets checked and turned into records. Returns each item's result, the records
+/// to write, and the accepted offsets as (topic, partition, offset).
+type OffsetRecords = (Vec<(CommitItem, Result<()>)>, Vec<(Vec<u8>, Option<Vec<u8>>)>, Vec<(String, i32, Committed)>);
+
+fn offset_records(broker: &Broker, group_id: &str, items: Vec<CommitItem>, now: i64) -> OffsetRecords {
+    let mut results = Vec::with_capacity(items.len());
+    let mut recs = Vec::new();
+    let mut accepted = Vec::new();
+    for it in items {
+        let check = if it.metadata.as_ref().is_some_and(|m| m.len() > MAX_METADATA) {
+            Err(Error::OffsetMetadataTooLarge)
+        } else if broker.partition(&it.topic, it.partition).is_none() {
+            Err(Error::UnknownTopicOrPartition)
+        } else {
+            Ok(())
+        };
+        if check.is_ok() {
+            let c = Committed { offset: it.offset, leader_epoch: it.leader_epoch, metadata: it.metadata.clone().unwrap_or_default(), commit_ts: now };
+            let v = OffsetValue { v: 0, offset: c.offset, leader_epoch: c.leader_epoch, metadata: c.metadata.clone(), commit_ts: now };
+            recs.push((Key::Offset { group: group_id.into(), topic: it.topic.clone(), partition: it.partition }.encode(), Some(serde_json::to_vec(&v).expect("serializable"))));
+            accepted.push((it.topic.clone(), it.partition, c));
+        }
+        results.push((it, check));
+    }
+    (results, recs, accepted)
+}
+
 fn dispatch(inner: &mut Inner, replies: Vec<Reply>) {
     for r in replies {
         let t = match &r {
@@ -414,30 +441,12 @@ impl Coordinator {
                 }
             }
         }
-        let mut results = Vec::with_capacity(items.len());
-        let mut recs = Vec::new();
-        let mut accepted = Vec::new();
-        for it in items {
-            let check = if it.metadata.as_ref().is_some_and(|m| m.len() > MAX_METADATA) {
-                Err(Error::OffsetMetadataTooLarge)
-            } else if broker.partition(&it.topic, it.partition).is_none() {
-                Err(Error::UnknownTopicOrPartition)
-            } else {
-                Ok(())
-            };
-            if check.is_ok() {
-                let c = Committed { offset: it.offset, leader_epoch: it.leader_epoch, metadata: it.metadata.clone().unwrap_or_default(), commit_ts: now };
-                let v = OffsetValue { v: 0, offset: c.offset, leader_epoch: c.leader_epoch, metadata: c.metadata.clone(), commit_ts: now };
-                recs.push((Key::Offset { group: group_id.into(), topic: it.topic.clone(), partition: it.partition }.encode(), Some(serde_json::to_vec(&v).expect("serializable"))));
-                accepted.push(((it.topic.clone(), it.partition), c));
-            }
-            results.push((it, check));
-        }
+        let (results, recs, accepted) = offset_records(broker, group_id, items, now);
         if let Err(e) = self.write(broker, group_id, &recs) {
             return Ok(results.into_iter().map(|(it, r)| (it, r.and(Err(e.clone())))).collect());
         }
         let entry = inner.groups.get_mut(group_id).expect("present");
-        entry.offsets.extend(accepted);
+        entry.offsets.extend(accepted.into_iter().map(|(t, p, c)| ((t, p), c)));
         Ok(results)
     }
 
@@ -457,29 +466,11 @@ impl Coordinator {
                 }
             }
         }
-        let mut results = Vec::with_capacity(items.len());
-        let mut recs = Vec::new();
-        let mut accepted = Vec::new();
-        for it in items {
-            let check = if it.metadata.as_ref().is_some_and(|m| m.len() > MAX_METADATA) {
-                Err(Error::OffsetMetadataTooLarge)
-            } else if broker.partition(&it.topic, it.partition).is_none() {
-                Err(Error::UnknownTopicOrPartition)
-            } else {
-                Ok(())
-            };
-            if check.is_ok() {
-                let c = Committed { offset: it.offset, leader_epoch: it.leader_epoch, metadata: it.metadata.clone().unwrap_or_default(), commit_ts: now };
-                let v = OffsetValue { v: 0, offset: c.offset, leader_epoch: c.leader_epoch, metadata: c.metadata.clone(), commit_ts: now };
-                recs.push((Key::Offset { group: group_id.into(), topic: it.topic.clone(), partition: it.partition }.encode(), Some(serde_json::to_vec(&v).expect("serializable"))));
-                accepted.push((group_id.to_string(), it.topic.clone(), it.partition, c));
-            }
-            results.push((it, check));
-        }
+        let (results, recs, accepted) = offset_records(broker, group_id, items, now);
         if !recs.is_empty() {
             self.write_as(broker, group_id, &recs, Some((pid, epoch)))?;
         }
-        inner.pending_txn.entry(pid).or_default().extend(accepted);
+        inner.pending_txn.entry(pid).or_default().extend(accepted.into_iter().map(|(t, p, c)| (group_id.to_string(), t, p, c)));
         Ok(results)
     }
 

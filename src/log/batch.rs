@@ -172,20 +172,6 @@ pub fn split(records: &[u8]) -> Result<Vec<std::ops::Range<usize>>> {
     Ok(out)
 }
 
-/// Reads a zigzag varint, as records encode their fields.
-fn varint(b: &[u8], pos: &mut usize) -> Option<i64> {
-    let mut v: u64 = 0;
-    for shift in (0..64).step_by(7) {
-        let byte = *b.get(*pos)?;
-        *pos += 1;
-        v |= ((byte & 0x7f) as u64) << shift;
-        if byte & 0x80 == 0 {
-            return Some(((v >> 1) as i64) ^ -((v & 1) as i64));
-        }
-    }
-    None
-}
-
 /// The (offset delta, timestamp) of every record of an uncompressed batch, or None
 /// when the batch is compressed or its records don't parse.
 pub fn record_timestamps(b: &[u8]) -> Option<Vec<(i32, i64)>> {
@@ -196,11 +182,11 @@ pub fn record_timestamps(b: &[u8]) -> Option<Vec<(i32, i64)>> {
     let mut pos = HEADER_LEN;
     let mut out = Vec::with_capacity(h.records_count.clamp(0, 4096) as usize);
     for _ in 0..h.records_count {
-        let len = varint(b, &mut pos)?;
+        let len = super::records::get_varint(b, &mut pos)?;
         let start = pos;
         pos += 1; // attributes
-        let ts_delta = varint(b, &mut pos)?;
-        let off_delta = varint(b, &mut pos)?;
+        let ts_delta = super::records::get_varint(b, &mut pos)?;
+        let off_delta = super::records::get_varint(b, &mut pos)?;
         out.push((off_delta as i32, h.base_timestamp + ts_delta));
         pos = start.checked_add(usize::try_from(len).ok()?)?;
         if pos > b.len() {

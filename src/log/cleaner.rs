@@ -26,18 +26,6 @@ pub struct CleanConfig {
 /// Largest records section the cleaner will inflate.
 const MAX_INFLATED: usize = 256 << 20;
 
-fn varint(b: &[u8], pos: &mut usize) -> Option<i64> {
-    let mut v: u64 = 0;
-    for shift in (0..64).step_by(7) {
-        let byte = *b.get(*pos)?;
-        *pos += 1;
-        v |= ((byte & 0x7f) as u64) << shift;
-        if byte & 0x80 == 0 {
-            return Some(((v >> 1) as i64) ^ -((v & 1) as i64));
-        }
-    }
-    None
-}
 
 /// One record, as raw bytes with what the cleaner needs to know of it.
 pub struct RawRecord<'a> {
@@ -55,15 +43,15 @@ pub fn split_records(data: &[u8], count: i32) -> Result<Vec<RawRecord<'_>>> {
     let mut pos = 0;
     for _ in 0..count {
         let start = pos;
-        let len = varint(data, &mut pos).ok_or_else(bad)?;
+        let len = super::records::get_varint(data, &mut pos).ok_or_else(bad)?;
         let end = pos.checked_add(usize::try_from(len).map_err(|_| bad())?).ok_or_else(bad)?;
         if end > data.len() {
             return Err(bad());
         }
         let mut p = pos + 1; // attributes
-        varint(data, &mut p).ok_or_else(bad)?; // timestamp delta
-        let offset_delta = varint(data, &mut p).ok_or_else(bad)? as i32;
-        let klen = varint(data, &mut p).ok_or_else(bad)?;
+        super::records::get_varint(data, &mut p).ok_or_else(bad)?; // timestamp delta
+        let offset_delta = super::records::get_varint(data, &mut p).ok_or_else(bad)? as i32;
+        let klen = super::records::get_varint(data, &mut p).ok_or_else(bad)?;
         let key = if klen < 0 {
             None
         } else {
@@ -71,7 +59,7 @@ pub fn split_records(data: &[u8], count: i32) -> Result<Vec<RawRecord<'_>>> {
             p += klen as usize;
             Some(k)
         };
-        let vlen = varint(data, &mut p).ok_or_else(bad)?;
+        let vlen = super::records::get_varint(data, &mut p).ok_or_else(bad)?;
         out.push(RawRecord { offset_delta, key, has_value: vlen >= 0, bytes: &data[start..end] });
         pos = end;
     }

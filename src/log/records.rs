@@ -25,7 +25,8 @@ fn put_varint(out: &mut Vec<u8>, v: i64) {
     }
 }
 
-fn get_varint(b: &[u8], pos: &mut usize) -> Option<i64> {
+/// Reads a zigzag varint, as records encode their fields.
+pub fn get_varint(b: &[u8], pos: &mut usize) -> Option<i64> {
     let mut v: u64 = 0;
     for shift in (0..64).step_by(7) {
         let byte = *b.get(*pos)?;
