@@ -69,7 +69,14 @@ pub static KEYS: &[KeyDef] = &[
     key!("log.index.interval.bytes", Some("4096"), Int, broker, true, "Bytes between offset index entries."),
     key!("log.index.size.max.bytes", Some("10485760"), Int, broker, true, "Largest offset index."),
     key!("log.message.timestamp.type", Some("CreateTime"), String, broker, true, "CreateTime or LogAppendTime."),
-    key!("log.message.timestamp.before.max.ms", Some("9223372036854775807"), Long, broker, true, "How far in the past a CreateTime may be."),
+    key!(
+        "log.message.timestamp.before.max.ms",
+        Some("9223372036854775807"),
+        Long,
+        broker,
+        true,
+        "How far in the past a CreateTime may be."
+    ),
     key!("log.message.timestamp.after.max.ms", Some("3600000"), Long, broker, true, "How far in the future a CreateTime may be."),
     key!("log.flush.interval.messages", Some("9223372036854775807"), Long, broker, true, "Messages between fsyncs."),
     key!("log.flush.interval.ms", None, Long, broker, true, "Milliseconds between fsyncs."),
@@ -93,7 +100,14 @@ pub static KEYS: &[KeyDef] = &[
     key!("group.max.session.timeout.ms", Some("1800000"), Int, broker, false, "Longest session timeout a member may ask for."),
     key!("group.max.size", Some("2147483647"), Int, broker, false, "Most members a group may have."),
     key!("group.consumer.session.timeout.ms", Some("45000"), Int, broker, false, "Session timeout of consumer-protocol members."),
-    key!("group.consumer.heartbeat.interval.ms", Some("5000"), Int, broker, false, "Heartbeat interval given to consumer-protocol members."),
+    key!(
+        "group.consumer.heartbeat.interval.ms",
+        Some("5000"),
+        Int,
+        broker,
+        false,
+        "Heartbeat interval given to consumer-protocol members."
+    ),
     key!("group.consumer.assignors", Some("uniform,range"), List, broker, false, "Server-side assignors; the first is the default."),
     key!("group.consumer.max.size", Some("2147483647"), Int, broker, false, "Most members a consumer group may have."),
     key!("offsets.retention.minutes", Some("10080"), Int, broker, false, "How long committed offsets of an empty group are kept."),

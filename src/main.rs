@@ -110,10 +110,8 @@ fn main() -> anyhow::Result<()> {
 
 async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result<()> {
     let (listen_host, listen_port) = split_host_port(host_port(&cfg.get("listeners")))?;
-    let listen_addr = (listen_host.as_str(), listen_port)
-        .to_socket_addrs()?
-        .next()
-        .with_context(|| format!("cannot resolve {listen_host}"))?;
+    let listen_addr =
+        (listen_host.as_str(), listen_port).to_socket_addrs()?.next().with_context(|| format!("cannot resolve {listen_host}"))?;
     let listener = tokio::net::TcpListener::bind(listen_addr).await.with_context(|| format!("cannot listen on {listen_addr}"))?;
     let bound = listener.local_addr()?;
     let (adv_host, adv_port) = split_host_port(host_port(&cfg.get("advertised.listeners")))?;

@@ -137,18 +137,18 @@ impl Partition {
     ) -> Result<Partition> {
         let log = Log::open(dir, log_config, clean_shutdown, now_ms)?;
         let leo = log.log_end_offset();
-        let (mut producers, from) = match std::fs::read(dir.join(PRODUCER_SNAPSHOT))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Snapshot>(&b).ok())
-        {
-            Some(s) if s.offset <= leo => (s.states, s.offset),
-            _ => (ProducerStates::default(), log.log_start_offset()),
-        };
-        let aborted: Vec<Aborted> = std::fs::read(dir.join(ABORTED_FILE)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+        let (mut producers, from) =
+            match std::fs::read(dir.join(PRODUCER_SNAPSHOT)).ok().and_then(|b| serde_json::from_slice::<Snapshot>(&b).ok()) {
+                Some(s) if s.offset <= leo => (s.states, s.offset),
+                _ => (ProducerStates::default(), log.log_start_offset()),
+            };
+        let aborted: Vec<Aborted> =
+            std::fs::read(dir.join(ABORTED_FILE)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
         let mut replayed = Vec::new();
         for h in log.headers_from(from)? {
             if h.base_offset >= from {
-                let abort = h.is_control() && log.read(h.base_offset, leo, 1 << 16, true).ok().and_then(|r| markers::marker_type(&r.bytes)) == Some(false);
+                let abort = h.is_control()
+                    && log.read(h.base_offset, leo, 1 << 16, true).ok().and_then(|r| markers::marker_type(&r.bytes)) == Some(false);
                 replayed.extend(producers.record(&h, abort));
             }
         }
@@ -170,10 +170,7 @@ impl Partition {
     pub fn append(&self, records: &[u8], acks: i16, now_ms: i64) -> Result<AppendInfo> {
         let ranges = batch::split(records)?;
         if ranges.len() != 1 {
-            return Err(Error::InvalidRecord(format!(
-                "produce requests must hold exactly one record batch, not {}",
-                ranges.len()
-            )));
+            return Err(Error::InvalidRecord(format!("produce requests must hold exactly one record batch, not {}", ranges.len())));
         }
         let mut st = self.state.lock();
         let cfg = st.append_config.clone();
@@ -192,7 +189,8 @@ impl Partition {
         if cfg.compacted {
             let keyless = crate::log::cleaner::keyless_records(records)?;
             if !keyless.is_empty() {
-                let message = format!("Compacted topic cannot accept message without key in topic partition {}-{}.", self.topic, self.index);
+                let message =
+                    format!("Compacted topic cannot accept message without key in topic partition {}-{}.", self.topic, self.index);
                 return Err(Error::InvalidRecords { indexes: keyless, message });
             }
         }
@@ -247,7 +245,13 @@ impl Partition {
             (Some(s), true) => st.aborted.iter().filter(|a| a.last >= offset && a.first <= s.last_offset).copied().collect(),
             _ => vec![],
         };
-        Ok(SliceData { slice, high_watermark: st.high_watermark, last_stable_offset: lso, log_start_offset: st.log.log_start_offset(), aborted })
+        Ok(SliceData {
+            slice,
+            high_watermark: st.high_watermark,
+            last_stable_offset: lso,
+            log_start_offset: st.log.log_start_offset(),
+            aborted,
+        })
     }
 
     /// Writes a transaction marker for `pid` and ends its transaction here.
@@ -271,19 +275,33 @@ impl Partition {
         self.fetch_isolated(offset, max_bytes, min_one, leader_epoch, false)
     }
 
-    pub fn fetch_isolated(&self, offset: i64, max_bytes: usize, min_one: bool, leader_epoch: i32, read_committed: bool) -> Result<FetchData> {
+    pub fn fetch_isolated(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        min_one: bool,
+        leader_epoch: i32,
+        read_committed: bool,
+    ) -> Result<FetchData> {
         let st = self.state.lock();
         check_epoch(leader_epoch, st.leader_epoch)?;
         let lso = st.last_stable_offset();
         let upper = if read_committed { lso } else { st.high_watermark };
         let r = st.log.read(offset, upper, max_bytes, min_one)?;
         let aborted = if read_committed && !r.bytes.is_empty() {
-            let end = crate::log::records::batches(&r.bytes).last().and_then(|b| BatchHeader::parse(b).ok()).map_or(offset, |h| h.last_offset());
+            let end =
+                crate::log::records::batches(&r.bytes).last().and_then(|b| BatchHeader::parse(b).ok()).map_or(offset, |h| h.last_offset());
             st.aborted.iter().filter(|a| a.last >= offset && a.first <= end).copied().collect()
         } else {
             vec![]
         };
-        Ok(FetchData { records: r.bytes, high_watermark: st.high_watermark, last_stable_offset: lso, log_start_offset: st.log.log_start_offset(), aborted })
+        Ok(FetchData {
+            records: r.bytes,
+            high_watermark: st.high_watermark,
+            last_stable_offset: lso,
+            log_start_offset: st.log.log_start_offset(),
+            aborted,
+        })
     }
 
     /// The offsets ListOffsets answers with, at timestamp `ts` (or a special negative one).

@@ -135,9 +135,19 @@ fn malformed_and_huge_count_bodies_close_the_connection_and_nothing_else() {
     assert_eq!(api_versions(&mut keep, 3).error_code, 0);
     let bodies: Vec<Vec<u8>> = vec![
         // Metadata v1 whose topic array claims 2^31-1 entries.
-        [3i16.to_be_bytes(), 1i16.to_be_bytes()].concat().into_iter().chain(42i32.to_be_bytes()).chain([0xff, 0xff, 0x7f, 0xff, 0xff, 0xff]).collect(),
+        [3i16.to_be_bytes(), 1i16.to_be_bytes()]
+            .concat()
+            .into_iter()
+            .chain(42i32.to_be_bytes())
+            .chain([0xff, 0xff, 0x7f, 0xff, 0xff, 0xff])
+            .collect(),
         // Produce v9 (flexible) with a compact array length of 2^32-1.
-        [0i16.to_be_bytes(), 9i16.to_be_bytes()].concat().into_iter().chain(1i32.to_be_bytes()).chain([0xff, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f]).collect(),
+        [0i16.to_be_bytes(), 9i16.to_be_bytes()]
+            .concat()
+            .into_iter()
+            .chain(1i32.to_be_bytes())
+            .chain([0xff, 0xff, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f])
+            .collect(),
         vec![0, 3],
         vec![0, 1, 0, 18, 0, 0],
     ];

@@ -11,7 +11,12 @@ use crate::broker::CreateRequest;
 use crate::error::{Error, Result};
 use crate::metadata::TopicRecord;
 
-fn created(ctx: &Ctx<'_>, r: CreatableTopicResult, rec: &TopicRecord, describe: Result<Vec<crate::broker::ConfigEntry>>) -> CreatableTopicResult {
+fn created(
+    ctx: &Ctx<'_>,
+    r: CreatableTopicResult,
+    rec: &TopicRecord,
+    describe: Result<Vec<crate::broker::ConfigEntry>>,
+) -> CreatableTopicResult {
     let r = if ctx.version >= 7 { r.with_topic_id(rec.id) } else { r };
     if ctx.version < 5 {
         return r;
@@ -63,16 +68,16 @@ pub async fn create_topics(ctx: &Ctx<'_>, req: CreateTopicsRequest) -> CreateTop
             };
             match result {
                 Ok(rec) => {
-                    let describe = if req.validate_only {
-                        Ok(Vec::new())
-                    } else {
-                        broker.describe_topic_configs(&name, None)
-                    };
+                    let describe = if req.validate_only { Ok(Vec::new()) } else { broker.describe_topic_configs(&name, None) };
                     created(ctx, r, &rec, describe)
                 }
                 Err(e) => {
                     let r = r.with_error_code(e.code()).with_error_message(Some(sb(e.message())));
-                    if ctx.version >= 5 { r.with_num_partitions(-1).with_replication_factor(-1).with_configs(None) } else { r }
+                    if ctx.version >= 5 {
+                        r.with_num_partitions(-1).with_replication_factor(-1).with_configs(None)
+                    } else {
+                        r
+                    }
                 }
             }
         })
@@ -106,7 +111,11 @@ pub async fn delete_topics(ctx: &Ctx<'_>, req: DeleteTopicsRequest) -> DeleteTop
                 Ok(_) => r,
                 Err(e) => {
                     let r = r.with_error_code(e.code());
-                    if ctx.version >= 5 { r.with_error_message(Some(sb(e.message()))) } else { r }
+                    if ctx.version >= 5 {
+                        r.with_error_message(Some(sb(e.message())))
+                    } else {
+                        r
+                    }
                 }
             }
         })

@@ -61,10 +61,7 @@ pub async fn describe_configs(ctx: &Ctx<'_>, req: DescribeConfigsRequest) -> Des
             let r = DescribeConfigsResult::default().with_resource_type(res.resource_type).with_resource_name(res.resource_name);
             match found {
                 Ok(entries) => r.with_configs(
-                    entries
-                        .into_iter()
-                        .map(|e| entry(e, req.include_synonyms, req.include_documentation, ctx.version))
-                        .collect(),
+                    entries.into_iter().map(|e| entry(e, req.include_synonyms, req.include_documentation, ctx.version)).collect(),
                 ),
                 Err(e) => r.with_error_code(e.code()).with_error_message(Some(sb(e.message()))),
             }

@@ -29,7 +29,10 @@ pub async fn heartbeat(ctx: &Ctx<'_>, req: ConsumerGroupHeartbeatRequest) -> Con
         subscribed_names: req.subscribed_topic_names.as_ref().map(|v| v.iter().map(|t| t.0.to_string()).collect()),
         subscribed_regex: req.subscribed_topic_regex.as_ref().map(|s| s.to_string()).filter(|s| !s.is_empty()),
         server_assignor: req.server_assignor.as_ref().map(|s| s.to_string()),
-        owned: req.topic_partitions.as_ref().map(|tps| tps.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p))).collect()),
+        owned: req
+            .topic_partitions
+            .as_ref()
+            .map(|tps| tps.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p))).collect()),
         client_id: ctx.client_id.clone(),
         client_host: ctx.client_host.clone(),
         client_member_id: ctx.version >= 1,
@@ -38,7 +41,10 @@ pub async fn heartbeat(ctx: &Ctx<'_>, req: ConsumerGroupHeartbeatRequest) -> Con
         Ok(r) => {
             let assignment = r.assignment.map(|set| {
                 Assignment::default().with_topic_partitions(
-                    by_topic(&set).into_iter().map(|(t, ps)| cgh::TopicPartitions::default().with_topic_id(t).with_partitions(ps)).collect(),
+                    by_topic(&set)
+                        .into_iter()
+                        .map(|(t, ps)| cgh::TopicPartitions::default().with_topic_id(t).with_partitions(ps))
+                        .collect(),
                 )
             });
             ConsumerGroupHeartbeatResponse::default()
@@ -88,7 +94,11 @@ pub async fn describe(ctx: &Ctx<'_>, req: ConsumerGroupDescribeRequest) -> Consu
                                 .with_subscribed_topic_regex(m.subscribed_regex.clone().map(sb))
                                 .with_assignment(assignment(&m.assigned))
                                 .with_target_assignment(assignment(&target));
-                            if ctx.version >= 1 { mm.with_member_type(1) } else { mm }
+                            if ctx.version >= 1 {
+                                mm.with_member_type(1)
+                            } else {
+                                mm
+                            }
                         })
                         .collect();
                     d.with_group_state(sb(g.state_name()))

@@ -40,7 +40,11 @@ pub async fn find_coordinator(ctx: &Ctx<'_>, req: FindCoordinatorRequest) -> Fin
         Ok(()) => r.with_node_id(id.node_id.into()).with_host(sb(id.host.clone())).with_port(id.port),
         Err(e) => {
             let r = r.with_error_code(e.code()).with_node_id((-1).into()).with_port(-1);
-            if ctx.version >= 1 { r.with_error_message(Some(sb(e.message()))) } else { r }
+            if ctx.version >= 1 {
+                r.with_error_message(Some(sb(e.message())))
+            } else {
+                r
+            }
         }
     }
 }

@@ -140,7 +140,9 @@ fn to_response(topics: Vec<TopicResult>) -> FetchResponse {
                         .with_last_stable_offset(p.last_stable_offset)
                         .with_log_start_offset(p.log_start_offset)
                         .with_aborted_transactions(p.aborted.map(|v| {
-                            v.into_iter().map(|(pid, first)| AbortedTransaction::default().with_producer_id(pid.into()).with_first_offset(first)).collect()
+                            v.into_iter()
+                                .map(|(pid, first)| AbortedTransaction::default().with_producer_id(pid.into()).with_first_offset(first))
+                                .collect()
                         }))
                         .with_records(Some(records))
                 })

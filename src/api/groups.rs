@@ -18,7 +18,10 @@ fn code(e: &Option<Error>) -> i16 {
 pub async fn join_group(ctx: &Ctx<'_>, req: JoinGroupRequest) -> JoinGroupResponse {
     let v = ctx.version;
     if req.group_id.0.is_empty() {
-        return JoinGroupResponse::default().with_error_code(Error::InvalidGroupId.code()).with_generation_id(-1).with_member_id(req.member_id);
+        return JoinGroupResponse::default()
+            .with_error_code(Error::InvalidGroupId.code())
+            .with_generation_id(-1)
+            .with_member_id(req.member_id);
     }
     let jr = JoinRequest {
         member_id: req.member_id.to_string(),
@@ -39,7 +42,11 @@ pub async fn join_group(ctx: &Ctx<'_>, req: JoinGroupRequest) -> JoinGroupRespon
         .into_iter()
         .map(|(id, inst, meta)| {
             let m = JoinGroupResponseMember::default().with_member_id(sb(id)).with_metadata(meta);
-            if v >= 5 { m.with_group_instance_id(inst.map(sb)) } else { m }
+            if v >= 5 {
+                m.with_group_instance_id(inst.map(sb))
+            } else {
+                m
+            }
         })
         .collect();
     let resp = JoinGroupResponse::default()
@@ -50,7 +57,11 @@ pub async fn join_group(ctx: &Ctx<'_>, req: JoinGroupRequest) -> JoinGroupRespon
         .with_member_id(sb(r.member_id))
         .with_members(members);
     let resp = if v >= 7 { resp.with_protocol_type(r.protocol_type.map(sb)) } else { resp };
-    if v >= 9 { resp.with_skip_assignment(r.skip_assignment) } else { resp }
+    if v >= 9 {
+        resp.with_skip_assignment(r.skip_assignment)
+    } else {
+        resp
+    }
 }
 
 pub async fn sync_group(ctx: &Ctx<'_>, req: SyncGroupRequest) -> SyncGroupResponse {
@@ -71,7 +82,11 @@ pub async fn sync_group(ctx: &Ctx<'_>, req: SyncGroupRequest) -> SyncGroupRespon
         )
         .await;
     let resp = SyncGroupResponse::default().with_error_code(code(&r.error)).with_assignment(r.assignment);
-    if v >= 5 { resp.with_protocol_type(r.protocol_type.map(sb)).with_protocol_name(r.protocol.map(sb)) } else { resp }
+    if v >= 5 {
+        resp.with_protocol_type(r.protocol_type.map(sb)).with_protocol_name(r.protocol.map(sb))
+    } else {
+        resp
+    }
 }
 
 pub async fn heartbeat(ctx: &Ctx<'_>, req: HeartbeatRequest) -> HeartbeatResponse {
@@ -113,7 +128,11 @@ pub async fn list_groups(ctx: &Ctx<'_>, req: ListGroupsRequest) -> ListGroupsRes
         .map(|(id, pt, st, ty)| {
             let g = ListedGroup::default().with_group_id(sb(id).into()).with_protocol_type(sb(pt));
             let g = if v >= 4 { g.with_group_state(sb(st)) } else { g };
-            if v >= 5 { g.with_group_type(sb(ty)) } else { g }
+            if v >= 5 {
+                g.with_group_type(sb(ty))
+            } else {
+                g
+            }
         })
         .collect();
     ListGroupsResponse::default().with_groups(groups)
@@ -137,11 +156,8 @@ pub async fn describe_groups(ctx: &Ctx<'_>, req: DescribeGroupsRequest) -> Descr
                     g.with_error_code(e.code()).with_error_message(Some(sb(e.message()))).with_group_state(sb("Dead"))
                 }
                 None => g.with_group_state(sb("Dead")),
-                Some(d) => g
-                    .with_group_state(sb(d.state))
-                    .with_protocol_type(sb(d.protocol_type))
-                    .with_protocol_data(sb(d.protocol))
-                    .with_members(
+                Some(d) => {
+                    g.with_group_state(sb(d.state)).with_protocol_type(sb(d.protocol_type)).with_protocol_data(sb(d.protocol)).with_members(
                         d.members
                             .into_iter()
                             .map(|(id, inst, client, host, meta, assign)| {
@@ -151,10 +167,15 @@ pub async fn describe_groups(ctx: &Ctx<'_>, req: DescribeGroupsRequest) -> Descr
                                     .with_client_host(sb(host))
                                     .with_member_metadata(meta)
                                     .with_member_assignment(assign);
-                                if v >= 4 { m.with_group_instance_id(inst.map(sb)) } else { m }
+                                if v >= 4 {
+                                    m.with_group_instance_id(inst.map(sb))
+                                } else {
+                                    m
+                                }
                             })
                             .collect(),
-                    ),
+                    )
+                }
             }
         })
         .collect();

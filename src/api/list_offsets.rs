@@ -27,7 +27,11 @@ pub async fn handle(ctx: &Ctx<'_>, req: ListOffsetsRequest) -> ListOffsetsRespon
                     match result {
                         Ok((ts, offset, epoch)) => {
                             let r = r.with_timestamp(ts).with_offset(offset);
-                            if ctx.version >= 4 { r.with_leader_epoch(epoch) } else { r }
+                            if ctx.version >= 4 {
+                                r.with_leader_epoch(epoch)
+                            } else {
+                                r
+                            }
                         }
                         Err(e) => r.with_error_code(e.code()).with_timestamp(-1).with_offset(-1),
                     }

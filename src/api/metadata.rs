@@ -33,10 +33,7 @@ pub(crate) fn topic_entry(broker: &Broker, t: &Topic) -> MetadataResponseTopic {
 }
 
 fn error_entry(name: Option<String>, id: uuid::Uuid, e: &Error) -> MetadataResponseTopic {
-    MetadataResponseTopic::default()
-        .with_error_code(e.code())
-        .with_name(name.map(|n| sb(n).into()))
-        .with_topic_id(id)
+    MetadataResponseTopic::default().with_error_code(e.code()).with_name(name.map(|n| sb(n).into())).with_topic_id(id)
 }
 
 pub async fn handle(ctx: &Ctx<'_>, req: MetadataRequest) -> MetadataResponse {
@@ -58,7 +55,8 @@ pub async fn handle(ctx: &Ctx<'_>, req: MetadataRequest) -> MetadataResponse {
                     if let Err(e) = names::validate(&name) {
                         return error_entry(Some(name), uuid::Uuid::nil(), &Error::InvalidTopic(e));
                     }
-                    let found = if allow_auto { broker.auto_create(&name) } else { broker.topic(&name).ok_or(Error::UnknownTopicOrPartition) };
+                    let found =
+                        if allow_auto { broker.auto_create(&name) } else { broker.topic(&name).ok_or(Error::UnknownTopicOrPartition) };
                     match found {
                         Ok(t) => topic_entry(broker, &t),
                         Err(e) => error_entry(Some(name), uuid::Uuid::nil(), &e),
@@ -93,10 +91,8 @@ pub async fn describe_cluster(ctx: &Ctx<'_>, req: DescribeClusterRequest) -> Des
             .with_endpoint_type(req.endpoint_type)
             .with_controller_id((-1).into());
     }
-    resp.with_endpoint_type(1)
-        .with_controller_id(id.node_id.into())
-        .with_brokers(vec![DescribeClusterBroker::default()
-            .with_broker_id(id.node_id.into())
-            .with_host(sb(id.host.clone()))
-            .with_port(id.port)])
+    resp.with_endpoint_type(1).with_controller_id(id.node_id.into()).with_brokers(vec![DescribeClusterBroker::default()
+        .with_broker_id(id.node_id.into())
+        .with_host(sb(id.host.clone()))
+        .with_port(id.port)])
 }

@@ -167,7 +167,8 @@ pub fn parse_frame(mut frame: Bytes) -> Result<Result<Parsed, BytesMut>, ConnErr
         return Err(ConnError::Unsupported { key, version });
     }
     let api = ApiKey::try_from(key).map_err(|_| ConnError::Unsupported { key, version })?;
-    let header = RequestHeader::decode(&mut frame, api.request_header_version(version)).map_err(|e| ConnError::Malformed(format!("header: {e}")))?;
+    let header =
+        RequestHeader::decode(&mut frame, api.request_header_version(version)).map_err(|e| ConnError::Malformed(format!("header: {e}")))?;
     let client_id = header.client_id.map(|c| c.to_string()).unwrap_or_default();
     Ok(Ok(Parsed { api, version, correlation_id, client_id, body: frame }))
 }
@@ -182,7 +183,8 @@ pub async fn handle(broker: &Arc<Broker>, peer: std::net::IpAddr, frame: Bytes) 
     let ctx = Ctx { broker, version: req.version, client_id: std::mem::take(&mut req.client_id), client_host: format!("/{peer}") };
     if req.api == ApiKey::Fetch {
         // Fetch has its own encoder so records go from file to socket untouched.
-        let fetch = FetchRequest::decode(&mut req.body, req.version).map_err(|e| ConnError::Malformed(format!("Fetch v{}: {e}", req.version)))?;
+        let fetch =
+            FetchRequest::decode(&mut req.body, req.version).map_err(|e| ConnError::Malformed(format!("Fetch v{}: {e}", req.version)))?;
         return Ok(Some(fetch::handle_frame(&ctx, fetch, req.correlation_id).await));
     }
     let Some((body, resp_header_version)) = dispatch(&ctx, req.api, &mut req.body).await? else {

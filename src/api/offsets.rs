@@ -3,7 +3,8 @@
 use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
 use kafka_protocol::messages::offset_delete_response::{OffsetDeleteResponsePartition, OffsetDeleteResponseTopic};
 use kafka_protocol::messages::offset_fetch_response::{
-    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions, OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions, OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
 };
 use kafka_protocol::messages::*;
 
@@ -112,7 +113,11 @@ pub async fn offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> OffsetFetch
                         .with_committed_offset(off)
                         .with_metadata(Some(sb(meta)))
                         .with_error_code(err);
-                    if v >= 5 { r.with_committed_leader_epoch(epoch) } else { r }
+                    if v >= 5 {
+                        r.with_committed_leader_epoch(epoch)
+                    } else {
+                        r
+                    }
                 })
                 .collect();
             OffsetFetchResponseTopic::default().with_name(sb(t).into()).with_partitions(partitions)
@@ -130,7 +135,11 @@ pub async fn offset_delete(ctx: &Ctx<'_>, req: OffsetDeleteRequest) -> OffsetDel
                 .map(|(t, ps)| {
                     OffsetDeleteResponseTopic::default().with_name(sb(t).into()).with_partitions(
                         ps.into_iter()
-                            .map(|(p, r)| OffsetDeleteResponsePartition::default().with_partition_index(p).with_error_code(r.err().map_or(0, |e| e.code())))
+                            .map(|(p, r)| {
+                                OffsetDeleteResponsePartition::default()
+                                    .with_partition_index(p)
+                                    .with_error_code(r.err().map_or(0, |e| e.code()))
+                            })
                             .collect(),
                     )
                 })

@@ -14,11 +14,8 @@ pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceRespons
     let mut appended = false;
     let mut responses = Vec::with_capacity(req.topic_data.len());
     for td in req.topic_data {
-        let topic = if ctx.version >= 13 {
-            broker.topic_by_id(td.topic_id).ok_or(Error::UnknownTopicId)
-        } else {
-            broker.auto_create(&td.name.0)
-        };
+        let topic =
+            if ctx.version >= 13 { broker.topic_by_id(td.topic_id).ok_or(Error::UnknownTopicId) } else { broker.auto_create(&td.name.0) };
         let partition_responses = td
             .partition_data
             .into_iter()
@@ -60,12 +57,18 @@ pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceRespons
                         let record_errors = match &e {
                             Error::InvalidRecords { indexes, message } => indexes
                                 .iter()
-                                .map(|&i| BatchIndexAndErrorMessage::default().with_batch_index(i).with_batch_index_error_message(Some(sb(message.clone()))))
+                                .map(|&i| {
+                                    BatchIndexAndErrorMessage::default()
+                                        .with_batch_index(i)
+                                        .with_batch_index_error_message(Some(sb(message.clone())))
+                                })
                                 .collect(),
                             _ => vec![],
                         };
                         let message = match &e {
-                            Error::InvalidRecords { indexes, .. } => format!("One or more records have been rejected due to {} record errors in total.", indexes.len()),
+                            Error::InvalidRecords { indexes, .. } => {
+                                format!("One or more records have been rejected due to {} record errors in total.", indexes.len())
+                            }
                             other => other.message(),
                         };
                         r.with_error_message(Some(sb(message))).with_record_errors(record_errors)
@@ -74,10 +77,7 @@ pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceRespons
             })
             .collect();
         responses.push(
-            TopicProduceResponse::default()
-                .with_name(td.name)
-                .with_topic_id(td.topic_id)
-                .with_partition_responses(partition_responses),
+            TopicProduceResponse::default().with_name(td.name).with_topic_id(td.topic_id).with_partition_responses(partition_responses),
         );
     }
     if appended {

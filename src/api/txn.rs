@@ -75,7 +75,15 @@ pub async fn add_partitions(ctx: &Ctx<'_>, req: AddPartitionsToTxnRequest) -> Ad
     let topics = partition_codes(
         broker,
         &req.v3_and_below_topics,
-        |parts| broker.txns.add_partitions(broker, &req.v3_and_below_transactional_id.0, req.v3_and_below_producer_id.0, req.v3_and_below_producer_epoch, parts),
+        |parts| {
+            broker.txns.add_partitions(
+                broker,
+                &req.v3_and_below_transactional_id.0,
+                req.v3_and_below_producer_id.0,
+                req.v3_and_below_producer_epoch,
+                parts,
+            )
+        },
         ctx.version >= 2,
     );
     AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(topics)
@@ -84,7 +92,9 @@ pub async fn add_partitions(ctx: &Ctx<'_>, req: AddPartitionsToTxnRequest) -> Ad
 pub async fn add_offsets(ctx: &Ctx<'_>, req: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse {
     let b = ctx.broker;
     let p = b.groups.offsets_partition(&req.group_id.0);
-    let r = b.groups.ensure_offsets_topic(b).and_then(|_| b.txns.add_partitions(b, &req.transactional_id.0, req.producer_id.0, req.producer_epoch, &[(OFFSETS_TOPIC.to_string(), p)]));
+    let r = b.groups.ensure_offsets_topic(b).and_then(|_| {
+        b.txns.add_partitions(b, &req.transactional_id.0, req.producer_id.0, req.producer_epoch, &[(OFFSETS_TOPIC.to_string(), p)])
+    });
     AddOffsetsToTxnResponse::default().with_error_code(code(r, ctx.version >= 2))
 }
 
@@ -98,7 +108,11 @@ pub async fn end_txn(ctx: &Ctx<'_>, req: EndTxnRequest) -> EndTxnResponse {
         Ok(_) => resp,
         Err(e) => {
             let resp = resp.with_error_code(e.for_old_clients(ctx.version >= 2).code());
-            if tv2 { resp.with_producer_id((-1).into()).with_producer_epoch(-1) } else { resp }
+            if tv2 {
+                resp.with_producer_id((-1).into()).with_producer_epoch(-1)
+            } else {
+                resp
+            }
         }
     }
 }
@@ -122,15 +136,20 @@ pub async fn txn_offset_commit(ctx: &Ctx<'_>, req: TxnOffsetCommitRequest) -> Tx
         // Transactions v2: the group's offsets partition joins the transaction here.
         let b = ctx.broker;
         let p = b.groups.offsets_partition(&req.group_id.0);
-        if let Err(e) = b.groups.ensure_offsets_topic(b).and_then(|_| b.txns.add_implicitly(b, req.producer_id.0, req.producer_epoch, OFFSETS_TOPIC, p)) {
+        if let Err(e) =
+            b.groups.ensure_offsets_topic(b).and_then(|_| b.txns.add_implicitly(b, req.producer_id.0, req.producer_epoch, OFFSETS_TOPIC, p))
+        {
             let c = e.code();
             let topics = req
                 .topics
                 .iter()
                 .map(|t| {
-                    TxnOffsetCommitResponseTopic::default()
-                        .with_name(t.name.clone())
-                        .with_partitions(t.partitions.iter().map(|p| TxnOffsetCommitResponsePartition::default().with_partition_index(p.partition_index).with_error_code(c)).collect())
+                    TxnOffsetCommitResponseTopic::default().with_name(t.name.clone()).with_partitions(
+                        t.partitions
+                            .iter()
+                            .map(|p| TxnOffsetCommitResponsePartition::default().with_partition_index(p.partition_index).with_error_code(c))
+                            .collect(),
+                    )
                 })
                 .collect();
             return TxnOffsetCommitResponse::default().with_topics(topics);

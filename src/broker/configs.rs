@@ -80,7 +80,10 @@ impl Broker {
             compact: policy.split(',').any(|p| p.trim() == "compact").then(|| crate::log::cleaner::CleanConfig {
                 delete_retention_ms: get("delete.retention.ms"),
                 min_compaction_lag_ms: get("min.compaction.lag.ms"),
-                min_cleanable_dirty_ratio: self.topic_value(overrides, "min.cleanable.dirty.ratio").and_then(|v| v.trim().parse().ok()).unwrap_or(0.5),
+                min_cleanable_dirty_ratio: self
+                    .topic_value(overrides, "min.cleanable.dirty.ratio")
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0.5),
             }),
         };
         let append = AppendConfig {
@@ -243,12 +246,8 @@ impl Broker {
                         return Err(Error::InvalidConfig(format!("{key} is not a list; APPEND and SUBTRACT need one")));
                     }
                     let effective = if is_topic { self.topic_value(&new, key) } else { self.config.read().lookup(key).map(|x| x.0) };
-                    let mut items: Vec<String> = effective
-                        .unwrap_or_default()
-                        .split(',')
-                        .map(|s| s.trim().to_string())
-                        .filter(|s| !s.is_empty())
-                        .collect();
+                    let mut items: Vec<String> =
+                        effective.unwrap_or_default().split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
                     for v in value.as_deref().unwrap_or("").split(',').map(str::trim).filter(|s| !s.is_empty()) {
                         if *op == AlterOp::Append {
                             if !items.iter().any(|i| i == v) {

@@ -48,9 +48,7 @@ impl Broker {
         let node = self.identity.node_id;
         let partitions = if !req.assignments.is_empty() {
             if req.partitions != -1 || req.replication_factor != -1 {
-                return Err(Error::InvalidRequest(
-                    "both assignments and numPartitions/replicationFactor were given".into(),
-                ));
+                return Err(Error::InvalidRequest("both assignments and numPartitions/replicationFactor were given".into()));
             }
             let mut idx: Vec<i32> = req.assignments.iter().map(|a| a.0).collect();
             idx.sort_unstable();
@@ -75,9 +73,7 @@ impl Broker {
                 return Err(Error::InvalidReplicationFactor(format!("replication factor must be larger than 0, not {rf}")));
             }
             if rf > 1 {
-                return Err(Error::InvalidReplicationFactor(format!(
-                    "Replication factor: {rf} larger than available brokers: 1."
-                )));
+                return Err(Error::InvalidReplicationFactor(format!("Replication factor: {rf} larger than available brokers: 1.")));
             }
             partitions
         };

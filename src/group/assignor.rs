@@ -55,7 +55,11 @@ pub fn uniform(members: &[MemberSpec], partitions: &BTreeMap<uuid::Uuid, i32>) -
     // Keep previous owners, up to the quota.
     for m in members {
         for tp in m.previous {
-            if m.topics.contains(&tp.0) && partitions.get(&tp.0).is_some_and(|&n| tp.1 < n) && !owner.contains_key(tp) && out[m.id].len() < quota {
+            if m.topics.contains(&tp.0)
+                && partitions.get(&tp.0).is_some_and(|&n| tp.1 < n)
+                && !owner.contains_key(tp)
+                && out[m.id].len() < quota
+            {
                 owner.insert(*tp, m.id.to_string());
                 out.get_mut(m.id).expect("member").insert(*tp);
             }
@@ -103,11 +107,13 @@ mod tests {
         let t = uuid::Uuid::from_u128(1);
         let parts = BTreeMap::from([(t, 6)]);
         let none = BTreeSet::new();
-        let specs: Vec<MemberSpec> = ["a", "b", "c"].iter().map(|id| MemberSpec { id, topics: BTreeSet::from([t]), previous: &none }).collect();
+        let specs: Vec<MemberSpec> =
+            ["a", "b", "c"].iter().map(|id| MemberSpec { id, topics: BTreeSet::from([t]), previous: &none }).collect();
         let a1 = uniform(&specs, &parts);
         assert!(a1.values().all(|s| s.len() == 2));
         // "c" leaves: a and b keep theirs and split c's.
-        let specs2: Vec<MemberSpec> = ["a", "b"].iter().map(|id| MemberSpec { id, topics: BTreeSet::from([t]), previous: &a1[*id] }).collect();
+        let specs2: Vec<MemberSpec> =
+            ["a", "b"].iter().map(|id| MemberSpec { id, topics: BTreeSet::from([t]), previous: &a1[*id] }).collect();
         let a2 = uniform(&specs2, &parts);
         assert!(a2["a"].is_superset(&a1["a"]) && a2["b"].is_superset(&a1["b"]));
         assert_eq!(a2["a"].len() + a2["b"].len(), 6);

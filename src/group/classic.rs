@@ -46,7 +46,12 @@ pub struct GroupConfig {
 
 impl Default for GroupConfig {
     fn default() -> Self {
-        GroupConfig { min_session_timeout_ms: 6000, max_session_timeout_ms: 1_800_000, initial_rebalance_delay_ms: 3000, max_size: usize::MAX }
+        GroupConfig {
+            min_session_timeout_ms: 6000,
+            max_session_timeout_ms: 1_800_000,
+            initial_rebalance_delay_ms: 3000,
+            max_size: usize::MAX,
+        }
     }
 }
 
@@ -185,7 +190,15 @@ impl Group {
 
     /// A group restored from disk in its last stable shape; members must heartbeat
     /// within their session timeout from `now` to stay.
-    pub fn restore(id: &str, generation: i32, protocol_type: Option<String>, protocol: Option<String>, leader: Option<String>, members: Vec<Member>, now: i64) -> Group {
+    pub fn restore(
+        id: &str,
+        generation: i32,
+        protocol_type: Option<String>,
+        protocol: Option<String>,
+        leader: Option<String>,
+        members: Vec<Member>,
+        now: i64,
+    ) -> Group {
         let mut g = Group::new(id, now);
         g.generation = generation;
         g.protocol_type = protocol_type;
@@ -204,8 +217,32 @@ impl Group {
 
     /// Builds a member from stored fields.
     #[allow(clippy::too_many_arguments)]
-    pub fn stored_member(id: String, instance_id: Option<String>, client_id: String, client_host: String, protocol_type: String, protocols: Vec<(String, Bytes)>, session_timeout_ms: i32, rebalance_timeout_ms: i32, assignment: Bytes) -> Member {
-        Member { id, instance_id, client_id, client_host, protocol_type, protocols, session_timeout_ms, rebalance_timeout_ms, assignment, last_heartbeat: 0, awaiting_join: None, awaiting_sync: None, join_version: 0 }
+    pub fn stored_member(
+        id: String,
+        instance_id: Option<String>,
+        client_id: String,
+        client_host: String,
+        protocol_type: String,
+        protocols: Vec<(String, Bytes)>,
+        session_timeout_ms: i32,
+        rebalance_timeout_ms: i32,
+        assignment: Bytes,
+    ) -> Member {
+        Member {
+            id,
+            instance_id,
+            client_id,
+            client_host,
+            protocol_type,
+            protocols,
+            session_timeout_ms,
+            rebalance_timeout_ms,
+            assignment,
+            last_heartbeat: 0,
+            awaiting_join: None,
+            awaiting_sync: None,
+            join_version: 0,
+        }
     }
 
     fn set_state(&mut self, s: State, now: i64) {
@@ -360,7 +397,15 @@ impl Group {
     }
 
     /// A static member came back with a new member id: it takes the old one's place.
-    fn replace_static(&mut self, old_id: String, new_id: String, req: JoinRequest, ticket: Ticket, cfg: &GroupConfig, now: i64) -> (Option<JoinResponse>, Vec<Reply>) {
+    fn replace_static(
+        &mut self,
+        old_id: String,
+        new_id: String,
+        req: JoinRequest,
+        ticket: Ticket,
+        cfg: &GroupConfig,
+        now: i64,
+    ) -> (Option<JoinResponse>, Vec<Reply>) {
         let mut replies = Vec::new();
         let Some(mut m) = self.members.shift_remove(&old_id) else {
             self.statics.remove(req.instance_id.as_deref().unwrap_or_default());
@@ -371,7 +416,15 @@ impl Group {
             replies.push(Reply::Join(t, JoinResponse::error(Error::FencedInstanceId(old_id.clone()), &old_id)));
         }
         if let Some(t) = m.awaiting_sync.take() {
-            replies.push(Reply::Sync(t, SyncResponse { error: Some(Error::FencedInstanceId(old_id.clone())), protocol_type: None, protocol: None, assignment: Bytes::new() }));
+            replies.push(Reply::Sync(
+                t,
+                SyncResponse {
+                    error: Some(Error::FencedInstanceId(old_id.clone())),
+                    protocol_type: None,
+                    protocol: None,
+                    assignment: Bytes::new(),
+                },
+            ));
         }
         m.protocols = req.protocols.clone();
         m.id = new_id.clone();
@@ -466,7 +519,10 @@ impl Group {
         let mut replies = Vec::new();
         for m in self.members.values_mut() {
             if let Some(t) = m.awaiting_sync.take() {
-                replies.push(Reply::Sync(t, SyncResponse { error: Some(Error::RebalanceInProgress), protocol_type: None, protocol: None, assignment: Bytes::new() }));
+                replies.push(Reply::Sync(
+                    t,
+                    SyncResponse { error: Some(Error::RebalanceInProgress), protocol_type: None, protocol: None, assignment: Bytes::new() },
+                ));
             }
         }
         self.sync_deadline = None;
@@ -575,14 +631,17 @@ impl Group {
         ticket: Ticket,
         now: i64,
     ) -> (Option<SyncResponse>, Vec<Reply>) {
-        let fail = |e: Error| (Some(SyncResponse { error: Some(e), protocol_type: None, protocol: None, assignment: Bytes::new() }), vec![]);
+        let fail =
+            |e: Error| (Some(SyncResponse { error: Some(e), protocol_type: None, protocol: None, assignment: Bytes::new() }), vec![]);
         if self.state == State::Dead {
             return fail(Error::CoordinatorNotAvailable);
         }
         if let Err(e) = self.validate_member(member_id, instance_id, generation) {
             return fail(e);
         }
-        if protocol_type.is_some_and(|p| Some(p) != self.protocol_type.as_deref()) || protocol.is_some_and(|p| Some(p) != self.protocol.as_deref()) {
+        if protocol_type.is_some_and(|p| Some(p) != self.protocol_type.as_deref())
+            || protocol.is_some_and(|p| Some(p) != self.protocol.as_deref())
+        {
             return fail(Error::InconsistentGroupProtocol);
         }
         self.touch(member_id, now);
@@ -676,7 +735,8 @@ impl Group {
     /// whose session expired.
     pub fn tick(&mut self, cfg: &GroupConfig, now: i64) -> Vec<Reply> {
         let mut replies = Vec::new();
-        let expired_pending: Vec<String> = self.pending.iter().filter(|(_, (at, st))| now - at > *st as i64).map(|(k, _)| k.clone()).collect();
+        let expired_pending: Vec<String> =
+            self.pending.iter().filter(|(_, (at, st))| now - at > *st as i64).map(|(k, _)| k.clone()).collect();
         for id in expired_pending {
             self.pending.remove(&id);
             replies.extend(self.maybe_complete_join(cfg, now));

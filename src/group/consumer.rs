@@ -26,7 +26,12 @@ pub struct ConsumerConfig {
 
 impl Default for ConsumerConfig {
     fn default() -> Self {
-        ConsumerConfig { session_timeout_ms: 45_000, heartbeat_interval_ms: 5_000, assignors: vec!["uniform".into(), "range".into()], max_size: usize::MAX }
+        ConsumerConfig {
+            session_timeout_ms: 45_000,
+            heartbeat_interval_ms: 5_000,
+            assignors: vec!["uniform".into(), "range".into()],
+            max_size: usize::MAX,
+        }
     }
 }
 
@@ -121,7 +126,16 @@ fn resolve(m: &Member, topics: &Topics) -> Result<BTreeSet<Uuid>> {
 
 impl ConsumerGroup {
     pub fn new(id: &str) -> ConsumerGroup {
-        ConsumerGroup { id: id.into(), epoch: 0, assignment_epoch: 0, members: BTreeMap::new(), target: BTreeMap::new(), subscribed: BTreeMap::new(), assignor: "uniform".into(), dirty: false }
+        ConsumerGroup {
+            id: id.into(),
+            epoch: 0,
+            assignment_epoch: 0,
+            members: BTreeMap::new(),
+            target: BTreeMap::new(),
+            subscribed: BTreeMap::new(),
+            assignor: "uniform".into(),
+            dirty: false,
+        }
     }
 
     /// Marks every member as heard from at `now` (after loading from disk).
@@ -263,7 +277,8 @@ impl ConsumerGroup {
         if let Some(re) = &hb.subscribed_regex {
             regex::Regex::new(re).map_err(|e| Error::InvalidRegularExpression(e.to_string()))?;
         }
-        let member_id = if hb.epoch == 0 && hb.member_id.is_empty() { uuid::Uuid::new_v4().simple().to_string() } else { hb.member_id.clone() };
+        let member_id =
+            if hb.epoch == 0 && hb.member_id.is_empty() { uuid::Uuid::new_v4().simple().to_string() } else { hb.member_id.clone() };
         let mut joined = false;
         if hb.epoch == 0 {
             joined = self.join(&member_id, &hb, cfg, now)?;

@@ -24,7 +24,14 @@ fn join(id: &str) -> Heartbeat {
 }
 
 fn beat(id: &str, epoch: i32, owned: Option<&BTreeSet<(Uuid, i32)>>) -> Heartbeat {
-    Heartbeat { member_id: id.into(), epoch, rebalance_timeout_ms: -1, owned: owned.map(|o| o.iter().copied().collect()), client_member_id: true, ..Default::default() }
+    Heartbeat {
+        member_id: id.into(),
+        epoch,
+        rebalance_timeout_ms: -1,
+        owned: owned.map(|o| o.iter().copied().collect()),
+        client_member_id: true,
+        ..Default::default()
+    }
 }
 
 #[test]

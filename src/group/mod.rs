@@ -117,9 +117,17 @@ fn offset_records(broker: &Broker, group_id: &str, items: Vec<CommitItem>, now: 
             Ok(())
         };
         if check.is_ok() {
-            let c = Committed { offset: it.offset, leader_epoch: it.leader_epoch, metadata: it.metadata.clone().unwrap_or_default(), commit_ts: now };
+            let c = Committed {
+                offset: it.offset,
+                leader_epoch: it.leader_epoch,
+                metadata: it.metadata.clone().unwrap_or_default(),
+                commit_ts: now,
+            };
             let v = OffsetValue { v: 0, offset: c.offset, leader_epoch: c.leader_epoch, metadata: c.metadata.clone(), commit_ts: now };
-            recs.push((Key::Offset { group: group_id.into(), topic: it.topic.clone(), partition: it.partition }.encode(), Some(serde_json::to_vec(&v).expect("serializable"))));
+            recs.push((
+                Key::Offset { group: group_id.into(), topic: it.topic.clone(), partition: it.partition }.encode(),
+                Some(serde_json::to_vec(&v).expect("serializable")),
+            ));
             accepted.push((it.topic.clone(), it.partition, c));
         }
         results.push((it, check));
@@ -324,9 +332,15 @@ impl Coordinator {
             let (ticket, rx) = Self::ticket(&mut inner);
             let Some(mut entry) = inner.groups.remove(group_id) else {
                 inner.waiters.remove(&ticket);
-                return SyncResponse { error: Some(Error::UnknownMemberId(member_id.into())), protocol_type: None, protocol: None, assignment: Bytes::new() };
+                return SyncResponse {
+                    error: Some(Error::UnknownMemberId(member_id.into())),
+                    protocol_type: None,
+                    protocol: None,
+                    assignment: Bytes::new(),
+                };
             };
-            let (immediate, replies) = entry.group.sync(member_id, instance_id, generation, protocol_type, protocol, assignments, ticket, now_ms());
+            let (immediate, replies) =
+                entry.group.sync(member_id, instance_id, generation, protocol_type, protocol, assignments, ticket, now_ms());
             self.persist_group(broker, &mut entry);
             inner.groups.insert(group_id.to_string(), entry);
             dispatch(&mut inner, replies);
@@ -388,7 +402,13 @@ impl Coordinator {
         let mut configs = BTreeMap::new();
         configs.insert("cleanup.policy".to_string(), "compact".to_string());
         configs.insert("segment.bytes".to_string(), "104857600".to_string());
-        let req = CreateRequest { name: OFFSETS_TOPIC.into(), partitions: self.offsets_partitions, replication_factor: -1, assignments: vec![], configs };
+        let req = CreateRequest {
+            name: OFFSETS_TOPIC.into(),
+            partitions: self.offsets_partitions,
+            replication_factor: -1,
+            assignments: vec![],
+            configs,
+        };
         match broker.create_topic(&req) {
             Ok(t) => Ok(t),
             Err(Error::TopicAlreadyExists(_)) => broker.topic(OFFSETS_TOPIC).ok_or(Error::CoordinatorNotAvailable),
@@ -403,7 +423,15 @@ impl Coordinator {
 
     /// OffsetCommit: validates the member, then stores each offset. The outer error
     /// applies to every partition.
-    pub fn commit(&self, broker: &Broker, group_id: &str, member_id: &str, instance_id: Option<&str>, generation: i32, items: Vec<CommitItem>) -> Result<Vec<(CommitItem, Result<()>)>> {
+    pub fn commit(
+        &self,
+        broker: &Broker,
+        group_id: &str,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation: i32,
+        items: Vec<CommitItem>,
+    ) -> Result<Vec<(CommitItem, Result<()>)>> {
         if group_id.is_empty() {
             return Err(Error::InvalidGroupId);
         }
@@ -452,7 +480,17 @@ impl Coordinator {
 
     /// TxnOffsetCommit: offsets written now, visible when the transaction commits.
     #[allow(clippy::too_many_arguments)]
-    pub fn txn_commit(&self, broker: &Broker, group_id: &str, pid: i64, epoch: i16, member_id: &str, instance_id: Option<&str>, generation: i32, items: Vec<CommitItem>) -> Result<Vec<(CommitItem, Result<()>)>> {
+    pub fn txn_commit(
+        &self,
+        broker: &Broker,
+        group_id: &str,
+        pid: i64,
+        epoch: i16,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation: i32,
+        items: Vec<CommitItem>,
+    ) -> Result<Vec<(CommitItem, Result<()>)>> {
         if group_id.is_empty() {
             return Err(Error::InvalidGroupId);
         }
@@ -515,7 +553,12 @@ impl Coordinator {
     }
 
     /// OffsetDelete: refuses topics the group is still subscribed to.
-    pub fn delete_offsets(&self, broker: &Broker, group_id: &str, topics: Vec<(String, Vec<i32>)>) -> Result<Vec<(String, Vec<(i32, Result<()>)>)>> {
+    pub fn delete_offsets(
+        &self,
+        broker: &Broker,
+        group_id: &str,
+        topics: Vec<(String, Vec<i32>)>,
+    ) -> Result<Vec<(String, Vec<(i32, Result<()>)>)>> {
         let mut inner = self.inner.lock();
         let entry = inner.groups.get_mut(group_id).ok_or_else(|| Error::GroupIdNotFound(group_id.into()))?;
         if entry.group.state == State::Dead {
@@ -718,7 +761,17 @@ impl Coordinator {
                 .map(|m| {
                     let proto = v.protocol.clone().unwrap_or_default();
                     let sub = store::unhex(&m.subscription).unwrap_or_default();
-                    Group::stored_member(m.id, m.instance_id, m.client_id, m.client_host, v.protocol_type.clone().unwrap_or_default(), vec![(proto, Bytes::from(sub))], m.session_timeout_ms, m.rebalance_timeout_ms, Bytes::from(store::unhex(&m.assignment).unwrap_or_default()))
+                    Group::stored_member(
+                        m.id,
+                        m.instance_id,
+                        m.client_id,
+                        m.client_host,
+                        v.protocol_type.clone().unwrap_or_default(),
+                        vec![(proto, Bytes::from(sub))],
+                        m.session_timeout_ms,
+                        m.rebalance_timeout_ms,
+                        Bytes::from(store::unhex(&m.assignment).unwrap_or_default()),
+                    )
                 })
                 .collect();
             let mut g = Group::restore(&id, v.generation, v.protocol_type, v.protocol, v.leader, members, now);
@@ -737,13 +790,24 @@ impl Coordinator {
         for ((g, t, p), v) in offsets {
             let Some(v) = v else { continue };
             let entry = inner.groups.entry(g.clone()).or_insert_with(|| Entry::new(&g, now));
-            entry.offsets.insert((t, p), Committed { offset: v.offset, leader_epoch: v.leader_epoch, metadata: v.metadata, commit_ts: v.commit_ts });
+            entry
+                .offsets
+                .insert((t, p), Committed { offset: v.offset, leader_epoch: v.leader_epoch, metadata: v.metadata, commit_ts: v.commit_ts });
             count += 1;
         }
         for (pid, items) in txn_pending {
             let list = items
                 .into_iter()
-                .filter_map(|((g, t, p), v)| v.map(|v| (g, t, p, Committed { offset: v.offset, leader_epoch: v.leader_epoch, metadata: v.metadata, commit_ts: v.commit_ts })))
+                .filter_map(|((g, t, p), v)| {
+                    v.map(|v| {
+                        (
+                            g,
+                            t,
+                            p,
+                            Committed { offset: v.offset, leader_epoch: v.leader_epoch, metadata: v.metadata, commit_ts: v.commit_ts },
+                        )
+                    })
+                })
                 .collect();
             inner.pending_txn.insert(pid, list);
         }

@@ -69,7 +69,10 @@ fn join_storm_converges_to_one_generation() {
         all.extend(r);
     }
     assert_eq!(g.state, State::PreparingRebalance);
-    assert!(joins(&all).iter().all(|(_, j)| j.error.is_none()) && joins(&all).is_empty(), "nobody is answered until the old member rejoins");
+    assert!(
+        joins(&all).iter().all(|(_, j)| j.error.is_none()) && joins(&all).is_empty(),
+        "nobody is answered until the old member rejoins"
+    );
     let (_, r) = g.join(req(&a, &["range"]), 20, &cfg(), 200);
     let done = joins(&r);
     assert_eq!(done.len(), 6);

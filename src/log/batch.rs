@@ -106,11 +106,7 @@ pub fn validate(b: &[u8]) -> Result<BatchHeader> {
         return Err(Error::CorruptMessage(format!("unsupported magic {}", h.magic)));
     }
     if h.batch_length < (HEADER_LEN - LOG_OVERHEAD) as i32 || h.total_len() != b.len() {
-        return Err(Error::CorruptMessage(format!(
-            "batch length {} does not match the {} bytes sent",
-            h.batch_length,
-            b.len()
-        )));
+        return Err(Error::CorruptMessage(format!("batch length {} does not match the {} bytes sent", h.batch_length, b.len())));
     }
     let crc = crc32c::crc32c(&b[CRC_START..]);
     if crc != h.crc {

@@ -26,7 +26,6 @@ pub struct CleanConfig {
 /// Largest records section the cleaner will inflate.
 const MAX_INFLATED: usize = 256 << 20;
 
-
 /// One record, as raw bytes with what the cleaner needs to know of it.
 pub struct RawRecord<'a> {
     pub offset_delta: i32,
@@ -125,7 +124,14 @@ pub fn build_offset_map(segments: &[PathBuf], aborted: &[Aborted]) -> Result<Has
 }
 
 /// Writes the cleaned copy of one segment to `out`. Returns (bytes before, bytes after).
-pub fn clean_segment(path: &Path, out: &Path, map: &HashMap<Vec<u8>, i64>, aborted: &[Aborted], cfg: &CleanConfig, now_ms: i64) -> Result<(usize, usize)> {
+pub fn clean_segment(
+    path: &Path,
+    out: &Path,
+    map: &HashMap<Vec<u8>, i64>,
+    aborted: &[Aborted],
+    cfg: &CleanConfig,
+    now_ms: i64,
+) -> Result<(usize, usize)> {
     let bytes = std::fs::read(path)?;
     let mut cleaned = Vec::with_capacity(bytes.len());
     for (h, b) in batches(&bytes) {

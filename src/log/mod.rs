@@ -10,7 +10,6 @@ pub mod segment;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-
 use batch::BatchHeader;
 use segment::{Recovery, Segment};
 
@@ -134,10 +133,7 @@ impl Log {
             prev_next = Some(seg.next_offset);
             segments.insert(base, seg);
         }
-        let stored_start = std::fs::read_to_string(dir.join(LOG_START_FILE))
-            .ok()
-            .and_then(|s| s.trim().parse::<i64>().ok())
-            .unwrap_or(0);
+        let stored_start = std::fs::read_to_string(dir.join(LOG_START_FILE)).ok().and_then(|s| s.trim().parse::<i64>().ok()).unwrap_or(0);
         if segments.is_empty() {
             let mut seg = Segment::create(dir, stored_start, now_ms)?;
             seg.index_interval = config.index_interval_bytes;

@@ -77,11 +77,8 @@ impl Segment {
         let path = dir.join(format!("{}.log", file_stem(base)));
         let meta = std::fs::metadata(&path)?;
         let file_len = meta.len();
-        let created_ms = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_millis() as i64);
+        let created_ms =
+            meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_millis() as i64);
         let (index, index_ok) = OffsetIndex::load(&dir.join(format!("{}.index", file_stem(base))), file_len)?;
         let (time_index, time_ok) = TimeIndex::load(&dir.join(format!("{}.timeindex", file_stem(base))), Some(u32::MAX))?;
         // An empty time index for a non-empty segment was lost, not merely unused.
@@ -101,11 +98,8 @@ impl Segment {
             created_ms,
             index_interval: 4096,
         };
-        let truncated = if recovery == Recovery::Full || !index_ok || !time_ok {
-            seg.rebuild(recovery == Recovery::Full)?
-        } else {
-            seg.load_tail()?
-        };
+        let truncated =
+            if recovery == Recovery::Full || !index_ok || !time_ok { seg.rebuild(recovery == Recovery::Full)? } else { seg.load_tail()? };
         Ok((seg, truncated))
     }
 
@@ -319,7 +313,6 @@ impl Segment {
         Ok(out)
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -55,12 +55,9 @@ impl Store {
         let path = data_dir.join("metadata.json");
         let image = match std::fs::read(&path) {
             Ok(b) => serde_json::from_slice(&b).map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Image {
-                version: 1,
-                cluster_id: new_cluster_id(),
-                topics: BTreeMap::new(),
-                broker_configs: BTreeMap::new(),
-            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Image { version: 1, cluster_id: new_cluster_id(), topics: BTreeMap::new(), broker_configs: BTreeMap::new() }
+            }
             Err(e) => return Err(e),
         };
         let store = Store { path, image };

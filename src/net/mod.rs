@@ -100,7 +100,11 @@ async fn send_file(wr: &tokio::net::tcp::OwnedWriteHalf, slice: &crate::log::Fil
             // SAFETY: both descriptors stay open for the call (the socket is borrowed,
             // the file is held by the slice), and `off` is a valid in/out offset.
             let n = unsafe { libc::sendfile(sock.as_raw_fd(), slice.file.as_raw_fd(), &mut off, (end - off) as usize) };
-            if n < 0 { Err(std::io::Error::last_os_error()) } else { Ok(n) }
+            if n < 0 {
+                Err(std::io::Error::last_os_error())
+            } else {
+                Ok(n)
+            }
         });
         match sent {
             // The file is shorter than the range: the frame can't be completed.

@@ -81,8 +81,17 @@ impl TxnCoordinator {
         let topic = match broker.topic(TXN_TOPIC) {
             Some(t) => t,
             None => {
-                let configs = [("cleanup.policy", "compact"), ("segment.bytes", "104857600")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-                let req = CreateRequest { name: TXN_TOPIC.into(), partitions: self.config.partitions, replication_factor: -1, assignments: vec![], configs };
+                let configs = [("cleanup.policy", "compact"), ("segment.bytes", "104857600")]
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+                let req = CreateRequest {
+                    name: TXN_TOPIC.into(),
+                    partitions: self.config.partitions,
+                    replication_factor: -1,
+                    assignments: vec![],
+                    configs,
+                };
                 match broker.create_topic(&req) {
                     Ok(t) => t,
                     Err(Error::TopicAlreadyExists(_)) => broker.topic(TXN_TOPIC).ok_or(Error::CoordinatorNotAvailable)?,
@@ -132,7 +141,17 @@ impl TxnCoordinator {
         let mut txns = self.txns.lock();
         let Some(m) = txns.get_mut(id) else {
             let pid = broker.producer_ids.allocate()?;
-            let m = TxnMeta { v: 0, id: id.into(), producer_id: pid, epoch: 0, state: TxnState::Empty, partitions: BTreeSet::new(), timeout_ms, start_ms: -1, update_ms: now };
+            let m = TxnMeta {
+                v: 0,
+                id: id.into(),
+                producer_id: pid,
+                epoch: 0,
+                state: TxnState::Empty,
+                partitions: BTreeSet::new(),
+                timeout_ms,
+                start_ms: -1,
+                update_ms: now,
+            };
             self.persist(broker, &m)?;
             txns.insert(id.into(), m);
             return Ok((pid, 0));
