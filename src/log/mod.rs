@@ -222,7 +222,20 @@ impl Log {
         if self.active().base == base {
             return Ok(());
         }
-        self.active().flush()?;
+        // The closed segment goes to disk in the background, as Kafka does, so a
+        // roll never stalls the produce that triggered it.
+        let stem = segment::file_stem(self.active().base);
+        let files: Vec<PathBuf> = ["log", "index", "timeindex"].iter().map(|ext| self.dir.join(format!("{stem}.{ext}"))).collect();
+        std::thread::spawn(move || {
+            for f in files {
+                match std::fs::File::open(&f).and_then(|h| h.sync_data()) {
+                    // Deleted meanwhile (retention, topic deletion): nothing left to flush.
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => tracing::warn!(file = %f.display(), error = %e, "could not flush a rolled segment"),
+                }
+            }
+        });
         let mut seg = Segment::create(&self.dir, base, now_ms)?;
         seg.index_interval = self.config.index_interval_bytes;
         self.segments.insert(base, seg);
