@@ -1,0 +1,172 @@
+//! Rebuilding group state from `__consumer_offsets` at startup, and expiring old
+//! committed offsets.
+
+use std::collections::{BTreeMap, HashMap};
+
+use bytes::Bytes;
+
+use super::classic::{Group, State};
+use super::store::{self, ConsumerGroupValue, GroupValue, Key, OffsetValue};
+use super::{Committed, Coordinator, Entry, OFFSETS_TOPIC};
+use crate::broker::{now_ms, Broker};
+use crate::error::{Error, Result};
+use crate::log::records;
+
+impl Coordinator {
+    /// Expires offsets past `offsets.retention.minutes` and drops groups left with nothing.
+    pub fn expire_offsets(&self, broker: &Broker) {
+        let now = now_ms();
+        let mut inner = self.inner.lock();
+        let ids: Vec<String> = inner.groups.keys().cloned().collect();
+        for id in ids {
+            let entry = inner.groups.get_mut(&id).expect("listed");
+            if entry.group.state != State::Empty || entry.is_active_modern() {
+                continue;
+            }
+            let since_empty = entry.group.protocol_type.is_some().then_some(entry.group.state_since);
+            let expired: Vec<(String, i32)> = entry
+                .offsets
+                .iter()
+                .filter(|(_, c)| now - since_empty.unwrap_or(c.commit_ts) >= self.retention_ms)
+                .map(|(k, _)| k.clone())
+                .collect();
+            let mut recs: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+            for (t, p) in &expired {
+                entry.offsets.remove(&(t.clone(), *p));
+                recs.push((Key::Offset { group: id.clone(), topic: t.clone(), partition: *p }.encode(), None));
+            }
+            let drop_group = entry.offsets.is_empty() && !expired.is_empty();
+            if drop_group {
+                recs.push((Key::Group { group: id.clone() }.encode(), None));
+                inner.groups.remove(&id);
+            }
+            if !recs.is_empty() {
+                tracing::info!(group = %id, offsets = expired.len(), "expired committed offsets");
+                if let Err(e) = self.write(broker, &id, &recs) {
+                    tracing::warn!(group = %id, error = %e, "could not write offset expiry");
+                }
+            }
+        }
+    }
+
+    /// Rebuilds groups and offsets from `__consumer_offsets`.
+    pub fn load(&self, broker: &Broker) -> Result<()> {
+        let Some(topic) = broker.topic(OFFSETS_TOPIC) else { return Ok(()) };
+        let now = now_ms();
+        let mut groups: HashMap<String, Option<GroupValue>> = HashMap::new();
+        let mut moderns: HashMap<String, Option<ConsumerGroupValue>> = HashMap::new();
+        type PendingOffsets = Vec<((String, String, i32), Option<OffsetValue>)>;
+        let mut txn_pending: HashMap<i64, PendingOffsets> = HashMap::new();
+        let mut offsets: HashMap<(String, String, i32), Option<OffsetValue>> = HashMap::new();
+        for p in &topic.partitions {
+            let mut offset = p.with_state(|s| s.log.log_start_offset());
+            loop {
+                let data = match p.fetch(offset, 4 << 20, true, -1) {
+                    Ok(d) => d,
+                    Err(Error::OffsetOutOfRange(_)) => break,
+                    Err(e) => return Err(e),
+                };
+                if data.records.is_empty() {
+                    break;
+                }
+                for b in records::batches(&data.records) {
+                    let Some((h, recs)) = records::parse(b) else { continue };
+                    offset = h.last_offset() + 1;
+                    if h.is_control() {
+                        let commit = crate::txn::markers::marker_type(b) == Some(true);
+                        for ((g, t, p), v) in txn_pending.remove(&h.producer_id).unwrap_or_default() {
+                            if commit {
+                                offsets.insert((g, t, p), v);
+                            }
+                        }
+                        continue;
+                    }
+                    if h.is_transactional() {
+                        for r in recs {
+                            if let Some(Key::Offset { group, topic, partition }) = r.key.as_deref().and_then(Key::decode) {
+                                let v = r.value.and_then(|v| serde_json::from_slice(&v).ok());
+                                txn_pending.entry(h.producer_id).or_default().push(((group, topic, partition), v));
+                            }
+                        }
+                        continue;
+                    }
+                    for r in recs {
+                        let Some(key) = r.key.as_deref().and_then(Key::decode) else { continue };
+                        match key {
+                            Key::Group { group } => {
+                                groups.insert(group, r.value.and_then(|v| serde_json::from_slice(&v).ok()));
+                            }
+                            Key::ConsumerGroup { group } => {
+                                moderns.insert(group, r.value.and_then(|v| serde_json::from_slice(&v).ok()));
+                            }
+                            Key::Offset { group, topic, partition } => {
+                                offsets.insert((group, topic, partition), r.value.and_then(|v| serde_json::from_slice(&v).ok()));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut inner = self.inner.lock();
+        for (id, v) in groups {
+            let Some(v) = v else { continue };
+            let members = v
+                .members
+                .into_iter()
+                .map(|m| {
+                    let proto = v.protocol.clone().unwrap_or_default();
+                    let sub = store::unhex(&m.subscription).unwrap_or_default();
+                    Group::stored_member(
+                        m.id,
+                        m.instance_id,
+                        m.client_id,
+                        m.client_host,
+                        v.protocol_type.clone().unwrap_or_default(),
+                        vec![(proto, Bytes::from(sub))],
+                        m.session_timeout_ms,
+                        m.rebalance_timeout_ms,
+                        Bytes::from(store::unhex(&m.assignment).unwrap_or_default()),
+                    )
+                })
+                .collect();
+            let mut g = Group::restore(&id, v.generation, v.protocol_type, v.protocol, v.leader, members, now);
+            if g.state == State::Empty {
+                g.state_since = v.state_ts;
+            }
+            inner.groups.insert(id, Entry { group: g, modern: None, offsets: BTreeMap::new() });
+        }
+        for (id, v) in moderns {
+            let Some(v) = v else { continue };
+            let mut m = v.group;
+            m.touch_all(now);
+            inner.groups.entry(id.clone()).or_insert_with(|| Entry::new(&id, now)).modern = Some(m);
+        }
+        let mut count = 0;
+        for ((g, t, p), v) in offsets {
+            let Some(v) = v else { continue };
+            let entry = inner.groups.entry(g.clone()).or_insert_with(|| Entry::new(&g, now));
+            entry
+                .offsets
+                .insert((t, p), Committed { offset: v.offset, leader_epoch: v.leader_epoch, metadata: v.metadata, commit_ts: v.commit_ts });
+            count += 1;
+        }
+        for (pid, items) in txn_pending {
+            let list = items
+                .into_iter()
+                .filter_map(|((g, t, p), v)| {
+                    v.map(|v| {
+                        (
+                            g,
+                            t,
+                            p,
+                            Committed { offset: v.offset, leader_epoch: v.leader_epoch, metadata: v.metadata, commit_ts: v.commit_ts },
+                        )
+                    })
+                })
+                .collect();
+            inner.pending_txn.insert(pid, list);
+        }
+        tracing::info!(groups = inner.groups.len(), offsets = count, "loaded group state from {OFFSETS_TOPIC}");
+        Ok(())
+    }
+}
