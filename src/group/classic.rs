@@ -111,7 +111,8 @@ pub struct JoinResponse {
 }
 
 impl JoinResponse {
-    fn error(e: Error, member_id: &str) -> JoinResponse {
+    /// A failed join for `member_id`.
+    pub fn error(e: Error, member_id: &str) -> JoinResponse {
         JoinResponse {
             error: Some(e),
             generation: -1,

@@ -249,9 +249,7 @@ impl Coordinator {
             entry.modern = Some(ConsumerGroup::new(group_id));
         }
         let reply = entry.modern.as_mut().expect("set").heartbeat(hb, &topics, &self.consumer_config, now);
-        let mut entry = inner.groups.remove(group_id).expect("present");
-        self.persist_modern(broker, group_id, &mut entry);
-        inner.groups.insert(group_id.to_string(), entry);
+        self.persist_modern(broker, group_id, entry);
         reply
     }
 
@@ -278,21 +276,10 @@ impl Coordinator {
             }
             if entry.is_active_modern() {
                 inner.waiters.remove(&ticket);
-                return JoinResponse {
-                    error: Some(Error::InconsistentGroupProtocol),
-                    generation: -1,
-                    protocol_type: None,
-                    protocol: None,
-                    leader: String::new(),
-                    member_id: member,
-                    members: vec![],
-                    skip_assignment: false,
-                };
+                return JoinResponse::error(Error::InconsistentGroupProtocol, &member);
             }
             let (immediate, replies) = entry.group.join(req, ticket, &self.config, now);
-            let mut entry_taken = inner.groups.remove(group_id).expect("just inserted");
-            self.persist_group(broker, &mut entry_taken);
-            inner.groups.insert(group_id.to_string(), entry_taken);
+            self.persist_group(broker, entry);
             dispatch(&mut inner, replies);
             if let Some(r) = immediate {
                 inner.waiters.remove(&ticket);
@@ -302,16 +289,7 @@ impl Coordinator {
         };
         match rx.await {
             Ok(Reply::Join(_, r)) => r,
-            _ => JoinResponse {
-                error: Some(Error::UnknownMemberId(member.clone())),
-                generation: -1,
-                protocol_type: None,
-                protocol: None,
-                leader: String::new(),
-                member_id: member,
-                members: vec![],
-                skip_assignment: false,
-            },
+            _ => JoinResponse::error(Error::UnknownMemberId(member.clone()), &member),
         }
     }
 
@@ -331,7 +309,7 @@ impl Coordinator {
         let rx = {
             let mut inner = self.inner.lock();
             let (ticket, rx) = Self::ticket(&mut inner);
-            let Some(mut entry) = inner.groups.remove(group_id) else {
+            let Some(entry) = inner.groups.get_mut(group_id) else {
                 inner.waiters.remove(&ticket);
                 return SyncResponse {
                     error: Some(Error::UnknownMemberId(member_id.into())),
@@ -342,8 +320,7 @@ impl Coordinator {
             };
             let (immediate, replies) =
                 entry.group.sync(member_id, instance_id, generation, protocol_type, protocol, assignments, ticket, now_ms());
-            self.persist_group(broker, &mut entry);
-            inner.groups.insert(group_id.to_string(), entry);
+            self.persist_group(broker, entry);
             dispatch(&mut inner, replies);
             if let Some(r) = immediate {
                 inner.waiters.remove(&ticket);
@@ -367,10 +344,9 @@ impl Coordinator {
     /// LeaveGroup for one member.
     pub fn leave(&self, broker: &Broker, group_id: &str, member_id: &str, instance_id: Option<&str>) -> Result<()> {
         let mut inner = self.inner.lock();
-        let mut entry = inner.groups.remove(group_id).ok_or_else(|| Error::UnknownMemberId(member_id.into()))?;
+        let entry = inner.groups.get_mut(group_id).ok_or_else(|| Error::UnknownMemberId(member_id.into()))?;
         let result = entry.group.leave(member_id, instance_id, &self.config, now_ms());
-        self.persist_group(broker, &mut entry);
-        inner.groups.insert(group_id.to_string(), entry);
+        self.persist_group(broker, entry);
         let replies = result?;
         dispatch(&mut inner, replies);
         Ok(())
@@ -381,18 +357,16 @@ impl Coordinator {
         let now = now_ms();
         let mut topics: Option<Topics> = None;
         let mut inner = self.inner.lock();
-        let ids: Vec<String> = inner.groups.keys().cloned().collect();
-        for id in ids {
-            let mut entry = inner.groups.remove(&id).expect("listed");
-            let replies = entry.group.tick(&self.config, now);
-            self.persist_group(broker, &mut entry);
+        let mut replies = Vec::new();
+        for (id, entry) in inner.groups.iter_mut() {
+            replies.extend(entry.group.tick(&self.config, now));
+            self.persist_group(broker, entry);
             if let Some(m) = entry.modern.as_mut() {
                 m.tick(topics.get_or_insert_with(|| topics_view(broker)), &self.consumer_config, now);
-                self.persist_modern(broker, &id, &mut entry);
+                self.persist_modern(broker, id, entry);
             }
-            inner.groups.insert(id, entry);
-            dispatch(&mut inner, replies);
         }
+        dispatch(&mut inner, replies);
     }
 
     /// `__consumer_offsets`, created on first use as Kafka does.
