@@ -3,7 +3,7 @@
 use kafka_protocol::error::ResponseError;
 
 /// A failure that a client sees as a Kafka error code.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum Error {
     #[error("offset {0} is out of range")]
     OffsetOutOfRange(i64),
@@ -113,6 +113,34 @@ pub enum Error {
     Storage(String),
     #[error("policy violation: {0}")]
     PolicyViolation(String),
+    #[error("this node is not the active controller")]
+    NotController,
+    #[error("timed out: {0}")]
+    RequestTimedOut(String),
+    #[error("this broker is not the leader of the partition")]
+    NotLeaderOrFollower,
+    #[error("the partition has no leader right now")]
+    LeaderNotAvailable,
+    #[error("the record was written but the ISR shrank below min.insync.replicas")]
+    NotEnoughReplicasAfterAppend,
+    #[error("broker not available: {0}")]
+    BrokerNotAvailable(String),
+    #[error("stale broker epoch")]
+    StaleBrokerEpoch,
+    #[error("stale partition epoch: the partition changed meanwhile")]
+    InvalidUpdateVersion,
+    #[error("ineligible replica: {0}")]
+    IneligibleReplica(String),
+    #[error("the preferred leader already leads")]
+    ElectionNotNeeded,
+    #[error("the preferred leader is not available")]
+    PreferredLeaderNotAvailable,
+    #[error("no eligible leader is available")]
+    EligibleLeadersNotAvailable,
+    #[error("this broker is not the coordinator")]
+    NotCoordinator,
+    #[error("no reassignment in progress")]
+    NoReassignmentInProgress,
 }
 
 impl Error {
@@ -177,6 +205,20 @@ impl Error {
             ResourceNotFound(_) => ResponseError::ResourceNotFound,
             Storage(_) => ResponseError::KafkaStorageError,
             PolicyViolation(_) => ResponseError::PolicyViolation,
+            NotController => ResponseError::NotController,
+            RequestTimedOut(_) => ResponseError::RequestTimedOut,
+            NotLeaderOrFollower => ResponseError::NotLeaderOrFollower,
+            LeaderNotAvailable => ResponseError::LeaderNotAvailable,
+            NotEnoughReplicasAfterAppend => ResponseError::NotEnoughReplicasAfterAppend,
+            BrokerNotAvailable(_) => ResponseError::BrokerNotAvailable,
+            StaleBrokerEpoch => ResponseError::StaleBrokerEpoch,
+            InvalidUpdateVersion => ResponseError::InvalidUpdateVersion,
+            IneligibleReplica(_) => ResponseError::IneligibleReplica,
+            ElectionNotNeeded => ResponseError::ElectionNotNeeded,
+            PreferredLeaderNotAvailable => ResponseError::PreferredLeaderNotAvailable,
+            EligibleLeadersNotAvailable => ResponseError::EligibleLeadersNotAvailable,
+            NotCoordinator => ResponseError::NotCoordinator,
+            NoReassignmentInProgress => ResponseError::NoReassignmentInProgress,
         }
     }
 

@@ -5,6 +5,8 @@
 pub mod api;
 pub mod broker;
 pub mod config;
+pub mod controller;
+pub mod dev_cluster;
 pub mod error;
 pub mod group;
 pub mod log;

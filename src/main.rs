@@ -1,11 +1,13 @@
 //! The `sluice` command: serve a Kafka-compatible broker.
 
-use std::net::ToSocketAddrs;
+use std::collections::{BTreeMap, HashMap};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 
+use sluice::broker::cluster::Cluster;
 use sluice::broker::{Broker, Identity};
 use sluice::config::{self, BrokerConfig};
 
@@ -22,6 +24,27 @@ struct Cli {
 enum Command {
     /// Run the broker (the default).
     Serve(ServeArgs),
+    /// Run a local cluster of separate broker processes (combined broker+controller nodes).
+    DevCluster(DevClusterArgs),
+}
+
+#[derive(Args, Clone)]
+struct DevClusterArgs {
+    /// How many nodes.
+    #[arg(long, default_value_t = 3)]
+    brokers: u16,
+    /// Client port of node 1; node i listens on base+i-1, its controller on base+100+i-1.
+    #[arg(long, default_value_t = 19092)]
+    base_port: u16,
+    /// Parent of the nodes' data dirs (node-1, node-2, ...).
+    #[arg(long, value_name = "DIR", default_value = "./dev-cluster")]
+    data_dir: PathBuf,
+    /// Host to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// A config key for every node, e.g. --set min.insync.replicas=2. Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
 }
 
 #[derive(Args, Clone, Default)]
@@ -99,6 +122,15 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let args = match cli.command {
         Some(Command::Serve(a)) => a,
+        Some(Command::DevCluster(d)) => {
+            return sluice::dev_cluster::run(sluice::dev_cluster::Spec {
+                brokers: d.brokers,
+                base_port: d.base_port,
+                data_dir: d.data_dir,
+                host: d.host,
+                set: d.set,
+            })
+        }
         None => cli.serve,
     };
     let started = std::time::Instant::now();
@@ -108,23 +140,154 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(serve(cfg, started))
 }
 
+/// A `NAME://host:port` listener list, as (name, host:port) pairs.
+fn listeners(list: &str) -> Vec<(String, String)> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| match l.split_once("://") {
+            Some((n, hp)) => (n.to_string(), hp.to_string()),
+            None => ("PLAINTEXT".to_string(), l.to_string()),
+        })
+        .collect()
+}
+
+fn resolve(hp: &str) -> anyhow::Result<SocketAddr> {
+    let (h, p) = split_host_port(hp)?;
+    (h.as_str(), p).to_socket_addrs()?.next().with_context(|| format!("cannot resolve {h}"))
+}
+
+/// `controller.quorum.voters`: `id@host:port,...`.
+fn parse_voters(s: &str) -> anyhow::Result<BTreeMap<i32, SocketAddr>> {
+    let mut out = BTreeMap::new();
+    for v in s.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+        let (id, hp) = v.split_once('@').with_context(|| format!("voter '{v}' is not id@host:port"))?;
+        out.insert(id.trim().parse::<i32>().with_context(|| format!("bad voter id in '{v}'"))?, resolve(hp)?);
+    }
+    Ok(out)
+}
+
 async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result<()> {
-    let (listen_host, listen_port) = split_host_port(host_port(&cfg.get("listeners")))?;
-    let listen_addr =
-        (listen_host.as_str(), listen_port).to_socket_addrs()?.next().with_context(|| format!("cannot resolve {listen_host}"))?;
+    let node_id: i32 = cfg.get("node.id").parse().context("node.id")?;
+    let roles: Vec<String> = cfg.get("process.roles").split(',').map(|r| r.trim().to_string()).filter(|r| !r.is_empty()).collect();
+    if roles.is_empty() || roles.iter().any(|r| r != "broker" && r != "controller") {
+        bail!("process.roles must be broker, controller, or both; got '{}'", cfg.get("process.roles"));
+    }
+    let is_broker = roles.iter().any(|r| r == "broker");
+    let is_controller = roles.iter().any(|r| r == "controller");
+    let data_dir = PathBuf::from(cfg.get("log.dirs").split(',').next().unwrap_or("./data").trim());
+    std::fs::create_dir_all(&data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
+    let voters = parse_voters(&cfg.get("controller.quorum.voters"))?;
+    let controller_names: Vec<String> = cfg.get("controller.listener.names").split(',').map(|s| s.trim().to_string()).collect();
+    let all_listeners = listeners(&cfg.get("listeners"));
+    let client_listener = all_listeners.iter().find(|(n, _)| !controller_names.contains(n)).map(|(_, hp)| hp.clone());
+    let controller_addr = match all_listeners.iter().find(|(n, _)| controller_names.contains(n)) {
+        Some((_, hp)) => Some(resolve(hp)?),
+        None => voters.get(&node_id).copied(),
+    };
+    if voters.is_empty() && !(is_broker && is_controller) {
+        bail!("a node that is not both broker and controller needs controller.quorum.voters");
+    }
+    if is_controller && !voters.is_empty() && !voters.contains_key(&node_id) {
+        bail!("node {node_id} has the controller role but is not in controller.quorum.voters");
+    }
+    if !is_controller && voters.contains_key(&node_id) {
+        bail!("node {node_id} is a voter in controller.quorum.voters but lacks the controller role");
+    }
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+
+    // The controller quorum member, if this node votes (alone, with no voters configured).
+    let controller = if is_controller {
+        let ids: Vec<u64> = if voters.is_empty() { vec![node_id as u64] } else { voters.keys().map(|v| *v as u64).collect() };
+        let timing = sluice::controller::quorum::Timing { election_ticks: 10, heartbeat_ticks: 2 };
+        let node = sluice::controller::quorum::QuorumNode::open(&data_dir.join("__cluster_metadata-0"), node_id as u64, &ids, timing)?;
+        let mut peers = HashMap::new();
+        for (id, addr) in &voters {
+            if *id != node_id {
+                peers.insert(*id as u64, sluice::controller::net::peer_sender(*addr));
+            }
+        }
+        let quorum = sluice::controller::driver::Quorum::start(
+            node,
+            Box::new(move |m| {
+                if let Some(tx) = peers.get(&m.to) {
+                    let _ = tx.try_send(m);
+                }
+            }),
+        );
+        let c = sluice::controller::Controller::new(quorum, cfg.clone());
+        if let Some(addr) = controller_addr.filter(|_| !voters.is_empty()) {
+            let l = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr} (controller)"))?;
+            tokio::spawn(sluice::controller::net::serve(l, c.clone(), stop_rx.clone()));
+        }
+        let ticker = c.clone();
+        let mut stop = stop_rx.clone();
+        let mut status = c.quorum.status_watch();
+        tokio::spawn(async move {
+            let mut t = tokio::time::interval(std::time::Duration::from_millis(100));
+            loop {
+                // Also right after an election, so a new leader takes up its duties at once.
+                tokio::select! {
+                    _ = t.tick() => ticker.tick().await,
+                    _ = status.changed() => ticker.tick().await,
+                    _ = stop.changed() => return,
+                }
+            }
+        });
+        Some(c)
+    } else {
+        None
+    };
+
+    if !is_broker {
+        tracing::info!(
+            "sluice ready: controller {node_id} on {}, data {}, started in {} ms",
+            controller_addr.map(|a| a.to_string()).unwrap_or_default(),
+            data_dir.display(),
+            started.elapsed().as_millis()
+        );
+        wait_for_signal().await?;
+        let _ = stop_tx.send(true);
+        return Ok(());
+    }
+
+    let listen = client_listener.context("no client listener in listeners")?;
+    let listen_addr = resolve(&listen)?;
     let listener = tokio::net::TcpListener::bind(listen_addr).await.with_context(|| format!("cannot listen on {listen_addr}"))?;
     let bound = listener.local_addr()?;
     let (adv_host, adv_port) = split_host_port(host_port(&cfg.get("advertised.listeners")))?;
     let adv_port = if adv_port == 0 { bound.port() } else { adv_port };
     let adv_host = if adv_host == "0.0.0.0" { "127.0.0.1".to_string() } else { adv_host };
-    let node_id: i32 = cfg.get("node.id").parse().context("node.id")?;
-    let data_dir = PathBuf::from(cfg.get("log.dirs").split(',').next().unwrap_or("./data").trim());
-    let identity = Identity { node_id, host: adv_host, port: adv_port as i32, data_dir: data_dir.clone() };
-    let broker = Broker::open(identity, cfg)?;
 
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let cluster = match &controller {
+        Some(c) => Cluster::voter(node_id, voters.clone(), c.clone()),
+        None => {
+            let cl = Cluster::observer(node_id, voters.clone());
+            tokio::spawn(cl.clone().follow_metadata(stop_rx.clone()));
+            cl
+        }
+    };
+    // Nothing can be served before the quorum has named the cluster.
+    let mut applied = cluster.applied();
+    let mut waited = 0;
+    while cluster.image().read().cluster_id.is_none() {
+        if tokio::time::timeout(std::time::Duration::from_secs(5), applied.changed()).await.is_err() {
+            waited += 5;
+            tracing::info!(seconds = waited, "waiting for the controller quorum to elect a leader");
+        }
+    }
+    let identity = Identity { node_id, host: adv_host.clone(), port: adv_port as i32, data_dir: data_dir.clone() };
+    let broker = Broker::open(identity, cfg.clone(), cluster.clone())?;
+    let rack = Some(cfg.get("broker.rack")).filter(|r| !r.is_empty());
+    let interval = std::time::Duration::from_millis(cfg.get_i64("broker.heartbeat.interval.ms").max(10) as u64);
+    tokio::spawn(cluster.clone().run_membership(adv_host, adv_port as i32, rack, interval, stop_rx.clone()));
+    tokio::spawn(broker.clone().follow_image(stop_rx.clone()));
+    let mut caught_up = cluster.caught_up();
+    let _ = caught_up.wait_for(|c| *c).await;
+    broker.reconcile(true);
+
     let server = tokio::spawn(sluice::net::serve(listener, broker.clone(), stop_rx.clone()));
-    let background = tokio::spawn(broker.clone().run_background(stop_rx));
+    let background = tokio::spawn(broker.clone().run_background(stop_rx.clone()));
     tracing::info!(
         "sluice ready: serving Kafka on {bound} (advertised {}:{}), node {node_id}, data {}, cluster {}, started in {} ms",
         broker.identity.host,
@@ -134,16 +297,24 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
         started.elapsed().as_millis()
     );
 
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: shutting down"),
-        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+    wait_for_signal().await?;
+    if !voters.is_empty() {
+        cluster.controlled_shutdown(std::time::Duration::from_secs(5)).await;
     }
     let _ = stop_tx.send(true);
     let _ = server.await;
     let _ = background.await;
     broker.shutdown()?;
     tracing::info!("shut down cleanly");
+    Ok(())
+}
+
+async fn wait_for_signal() -> anyhow::Result<()> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: shutting down"),
+        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+    }
     Ok(())
 }
 

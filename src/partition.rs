@@ -82,6 +82,36 @@ pub struct State {
     pub aborted: Vec<Aborted>,
     /// Log end offset at which `producers` was last written to disk.
     snapshot_offset: i64,
+    /// Who leads and who is in sync, as the controller last said.
+    pub replicas: ReplicaSet,
+}
+
+/// The controller's assignment of a partition, seen from this broker.
+#[derive(Debug, Clone, Default)]
+pub struct ReplicaSet {
+    pub me: i32,
+    /// -1 when the partition has no leader.
+    pub leader: i32,
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+    pub partition_epoch: i32,
+}
+
+impl ReplicaSet {
+    pub fn is_leader(&self) -> bool {
+        self.leader >= 0 && self.leader == self.me
+    }
+
+    /// Clients may only produce to and fetch from the leader.
+    pub fn check_leader(&self) -> Result<()> {
+        if self.is_leader() {
+            Ok(())
+        } else if self.leader < 0 {
+            Err(Error::LeaderNotAvailable)
+        } else {
+            Err(Error::NotLeaderOrFollower)
+        }
+    }
 }
 
 impl State {
@@ -152,13 +182,40 @@ impl Partition {
                 replayed.extend(producers.record(&h, abort));
             }
         }
-        let mut state = State { high_watermark: leo, log, leader_epoch: 0, producers, append_config, aborted, snapshot_offset: from };
+        let mut state = State {
+            high_watermark: leo,
+            log,
+            leader_epoch: 0,
+            producers,
+            append_config,
+            aborted,
+            snapshot_offset: from,
+            replicas: ReplicaSet::default(),
+        };
         for a in replayed {
             state.note_aborted(a)?;
         }
         // Replaying opened the segment files; an idle partition holds no handles.
         state.log.close_idle_files(i64::MAX, 0);
         Ok(Partition { topic: topic.to_string(), index, topic_id, state: Mutex::new(state) })
+    }
+
+    /// Takes the controller's view of this partition: leader, epochs, replicas and ISR.
+    pub fn set_replica_state(&self, st: &crate::metadata::records::PartitionState, me: i32) {
+        let mut s = self.state.lock();
+        s.leader_epoch = st.leader_epoch;
+        s.replicas = ReplicaSet {
+            me,
+            leader: st.leader,
+            replicas: st.replicas.clone(),
+            isr: st.isr.clone(),
+            partition_epoch: st.partition_epoch,
+        };
+    }
+
+    /// Does this broker lead the partition?
+    pub fn is_leader(&self) -> bool {
+        self.state.lock().replicas.is_leader()
     }
 
     /// Runs `f` with the partition's state locked.
@@ -173,6 +230,7 @@ impl Partition {
             return Err(Error::InvalidRecord(format!("produce requests must hold exactly one record batch, not {}", ranges.len())));
         }
         let mut st = self.state.lock();
+        st.replicas.check_leader()?;
         let cfg = st.append_config.clone();
         if records.len() > cfg.max_message_bytes {
             return Err(Error::MessageTooLarge { size: records.len(), max: cfg.max_message_bytes });
@@ -237,6 +295,7 @@ impl Partition {
     /// records stay in the segment file until the socket takes them.
     pub fn fetch_slice(&self, offset: i64, max_bytes: usize, min_one: bool, leader_epoch: i32, read_committed: bool) -> Result<SliceData> {
         let st = self.state.lock();
+        st.replicas.check_leader()?;
         check_epoch(leader_epoch, st.leader_epoch)?;
         let lso = st.last_stable_offset();
         let upper = if read_committed { lso } else { st.high_watermark };
@@ -284,6 +343,7 @@ impl Partition {
         read_committed: bool,
     ) -> Result<FetchData> {
         let st = self.state.lock();
+        st.replicas.check_leader()?;
         check_epoch(leader_epoch, st.leader_epoch)?;
         let lso = st.last_stable_offset();
         let upper = if read_committed { lso } else { st.high_watermark };
@@ -308,6 +368,7 @@ impl Partition {
     /// Returns (timestamp, offset, leader epoch).
     pub fn list_offset(&self, ts: i64, leader_epoch: i32, read_committed: bool) -> Result<(i64, i64, i32)> {
         let st = self.state.lock();
+        st.replicas.check_leader()?;
         check_epoch(leader_epoch, st.leader_epoch)?;
         let epoch = st.leader_epoch;
         Ok(match ts {
@@ -422,7 +483,10 @@ mod tests {
     use crate::log::batch::tests::make_batch;
 
     fn open(dir: &Path, clean: bool) -> Partition {
-        Partition::open("t", 0, Uuid::nil(), dir, LogConfig::default(), AppendConfig::default(), clean, 1000).unwrap()
+        let p = Partition::open("t", 0, Uuid::nil(), dir, LogConfig::default(), AppendConfig::default(), clean, 1000).unwrap();
+        let lead = crate::metadata::records::PartitionState { replicas: vec![1], isr: vec![1], leader: 1, leader_epoch: 0, partition_epoch: 0 };
+        p.set_replica_state(&lead, 1);
+        p
     }
 
     #[test]

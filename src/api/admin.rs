@@ -6,22 +6,25 @@ use kafka_protocol::messages::delete_records_response::{DeleteRecordsPartitionRe
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::*;
 
+use std::time::Duration;
+
 use super::{sb, Ctx};
 use crate::broker::CreateRequest;
 use crate::error::{Error, Result};
-use crate::metadata::TopicRecord;
+use crate::metadata::image::TopicImage;
 
 fn created(
     ctx: &Ctx<'_>,
     r: CreatableTopicResult,
-    rec: &TopicRecord,
+    t: &TopicImage,
     describe: Result<Vec<crate::broker::ConfigEntry>>,
 ) -> CreatableTopicResult {
-    let r = if ctx.version >= 7 { r.with_topic_id(rec.id) } else { r };
+    let r = if ctx.version >= 7 { r.with_topic_id(t.id) } else { r };
     if ctx.version < 5 {
         return r;
     }
-    let r = r.with_num_partitions(rec.partitions).with_replication_factor(1);
+    let rf = t.partitions.first().map_or(0, |p| p.replicas.len() as i16);
+    let r = r.with_num_partitions(t.partitions.len() as i32).with_replication_factor(rf);
     match describe {
         Ok(entries) => r.with_configs(Some(
             entries
@@ -40,36 +43,49 @@ fn created(
     }
 }
 
+/// The request's timeout, or the controller's when the client gave none.
+fn timeout_of(ms: i32) -> Duration {
+    Duration::from_millis(if ms > 0 { ms as u64 } else { 30_000 })
+}
+
 pub async fn create_topics(ctx: &Ctx<'_>, req: CreateTopicsRequest) -> CreateTopicsResponse {
     let broker = ctx.broker;
     let mut seen = std::collections::HashSet::new();
     let duplicates: std::collections::HashSet<String> =
         req.topics.iter().map(|t| t.name.0.to_string()).filter(|n| !seen.insert(n.clone())).collect();
+    let asks: Vec<CreateRequest> = req
+        .topics
+        .iter()
+        .filter(|t| !duplicates.contains(&*t.name.0))
+        .map(|t| CreateRequest {
+            name: t.name.0.to_string(),
+            partitions: t.num_partitions,
+            replication_factor: t.replication_factor,
+            assignments: t.assignments.iter().map(|a| (a.partition_index, a.broker_ids.iter().map(|b| b.0).collect())).collect(),
+            configs: t.configs.iter().filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string()))).collect(),
+        })
+        .collect();
+    let mut results = if asks.is_empty() {
+        Vec::new()
+    } else {
+        broker.create_topics(asks, req.validate_only, timeout_of(req.timeout_ms)).await
+    }
+    .into_iter();
     let topics = req
         .topics
         .into_iter()
         .map(|t| {
             let name = t.name.0.to_string();
             let r = CreatableTopicResult::default().with_name(t.name.clone());
-            let configs = t.configs.iter().filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string()))).collect();
-            let cr = CreateRequest {
-                name: name.clone(),
-                partitions: t.num_partitions,
-                replication_factor: t.replication_factor,
-                assignments: t.assignments.iter().map(|a| (a.partition_index, a.broker_ids.iter().map(|b| b.0).collect())).collect(),
-                configs,
-            };
             let result = if duplicates.contains(&name) {
                 Err(Error::InvalidRequest(format!("topic '{name}' appears more than once in the request")))
-            } else if req.validate_only {
-                broker.validate_create(&cr)
             } else {
-                broker.create_topic(&cr).map(|t| t.record.clone())
+                results.next().unwrap_or(Err(Error::OperationNotAttempted))
             };
             match result {
-                Ok(rec) => {
+                Ok(img) => {
                     let describe = if req.validate_only { Ok(Vec::new()) } else { broker.describe_topic_configs(&name, None) };
-                    created(ctx, r, &rec, describe)
+                    created(ctx, r, &img, describe)
                 }
                 Err(e) => {
                     let r = r.with_error_code(e.code()).with_error_message(Some(sb(e.message())));
@@ -93,17 +109,25 @@ pub async fn delete_topics(ctx: &Ctx<'_>, req: DeleteTopicsRequest) -> DeleteTop
     } else {
         req.topic_names.iter().map(|n| (Some(n.0.to_string()), uuid::Uuid::nil())).collect()
     };
+    let resolved: Vec<Result<(String, uuid::Uuid)>> = wanted
+        .iter()
+        .map(|(name, id)| match name {
+            Some(n) => broker.topic(n).map(|t| (n.clone(), t.record.id)).ok_or(Error::UnknownTopicOrPartition),
+            None => broker.topic_by_id(*id).map(|t| (t.record.name.clone(), *id)).ok_or(Error::UnknownTopicId),
+        })
+        .collect();
+    let names: Vec<String> = resolved.iter().flatten().map(|(n, _)| n.clone()).collect();
+    let mut outcomes =
+        if names.is_empty() { Vec::new() } else { broker.delete_topics(names, timeout_of(req.timeout_ms)).await }.into_iter();
     let responses = wanted
         .into_iter()
-        .map(|(name, id)| {
-            let resolved = match &name {
-                Some(n) => Ok(n.clone()),
-                None => broker.topic_by_id(id).map(|t| t.record.name.clone()).ok_or(Error::UnknownTopicId),
-            };
-            let result = resolved.clone().and_then(|n| broker.delete_topic(&n));
-            let r = DeletableTopicResult::default().with_name(resolved.ok().or(name).map(|n| sb(n).into()));
+        .zip(resolved)
+        .map(|((name, id), res)| {
+            let result = res.and_then(|(n, tid)| outcomes.next().unwrap_or(Err(Error::OperationNotAttempted)).map(|_| (n, tid)));
+            let shown_name = result.as_ref().ok().map(|(n, _)| n.clone()).or(name);
+            let r = DeletableTopicResult::default().with_name(shown_name.map(|n| sb(n).into()));
             let r = match &result {
-                Ok(id) if ctx.version >= 6 => r.with_topic_id(*id),
+                Ok((_, tid)) if ctx.version >= 6 => r.with_topic_id(*tid),
                 _ if ctx.version >= 6 => r.with_topic_id(id),
                 _ => r,
             };
@@ -124,20 +148,17 @@ pub async fn delete_topics(ctx: &Ctx<'_>, req: DeleteTopicsRequest) -> DeleteTop
 }
 
 pub async fn create_partitions(ctx: &Ctx<'_>, req: CreatePartitionsRequest) -> CreatePartitionsResponse {
-    let results = req
-        .topics
-        .into_iter()
-        .map(|t| {
-            let assignments: Option<Vec<Vec<i32>>> =
-                t.assignments.as_ref().map(|a| a.iter().map(|x| x.broker_ids.iter().map(|b| b.0).collect()).collect());
-            let result = ctx.broker.create_partitions(&t.name.0, t.count, assignments.as_deref(), req.validate_only);
-            let r = CreatePartitionsTopicResult::default().with_name(t.name);
-            match result {
-                Ok(()) => r,
-                Err(e) => r.with_error_code(e.code()).with_error_message(Some(sb(e.message()))),
-            }
-        })
-        .collect();
+    let mut results = Vec::with_capacity(req.topics.len());
+    for t in req.topics {
+        let assignments: Option<Vec<Vec<i32>>> =
+            t.assignments.as_ref().map(|a| a.iter().map(|x| x.broker_ids.iter().map(|b| b.0).collect()).collect());
+        let result = ctx.broker.create_partitions(&t.name.0, t.count, assignments, req.validate_only, timeout_of(req.timeout_ms)).await;
+        let r = CreatePartitionsTopicResult::default().with_name(t.name);
+        results.push(match result {
+            Ok(()) => r,
+            Err(e) => r.with_error_code(e.code()).with_error_message(Some(sb(e.message()))),
+        });
+    }
     CreatePartitionsResponse::default().with_results(results)
 }
 
@@ -154,8 +175,8 @@ pub async fn delete_records(ctx: &Ctx<'_>, req: DeleteRecordsRequest) -> DeleteR
                     let r = DeleteRecordsPartitionResult::default().with_partition_index(p.partition_index);
                     let result = topic
                         .as_ref()
-                        .and_then(|tp| tp.partitions.get(p.partition_index as usize).filter(|_| p.partition_index >= 0))
                         .ok_or(Error::UnknownTopicOrPartition)
+                        .and_then(|tp| tp.get(p.partition_index))
                         .and_then(|part| part.delete_records(p.offset));
                     match result {
                         Ok(low) => r.with_low_watermark(low),

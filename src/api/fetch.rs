@@ -53,7 +53,7 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest) -> (Vec<TopicResult>, usize, bool
         let mut parts = Vec::with_capacity(ft.partitions.len());
         for fp in &ft.partitions {
             let result = topic.as_ref().map_err(Clone::clone).and_then(|t| {
-                let p = t.partitions.get(fp.partition as usize).filter(|_| fp.partition >= 0).ok_or(Error::UnknownTopicOrPartition)?;
+                let p = t.get(fp.partition)?;
                 let max = (fp.partition_max_bytes.max(0) as usize).min(remaining);
                 p.fetch_slice(fp.fetch_offset, max, min_one, fp.current_leader_epoch, committed)
             });

@@ -21,8 +21,8 @@ pub async fn handle(ctx: &Ctx<'_>, req: ListOffsetsRequest) -> ListOffsetsRespon
                     let r = ListOffsetsPartitionResponse::default().with_partition_index(lp.partition_index);
                     let result = topic
                         .as_ref()
-                        .and_then(|t| t.partitions.get(lp.partition_index as usize).filter(|_| lp.partition_index >= 0))
                         .ok_or(Error::UnknownTopicOrPartition)
+                        .and_then(|t| t.get(lp.partition_index))
                         .and_then(|p| p.list_offset(lp.timestamp, lp.current_leader_epoch, read_committed));
                     match result {
                         Ok((ts, offset, epoch)) => {

@@ -11,18 +11,23 @@ use crate::metadata::names;
 
 /// The Metadata entry for an existing topic.
 pub(crate) fn topic_entry(broker: &Broker, t: &Topic) -> MetadataResponseTopic {
-    let node = broker.identity.node_id;
+    let img = broker.cluster.image();
+    let img = img.read();
+    let ids = |v: &[i32]| v.iter().map(|b| (*b).into()).collect::<Vec<_>>();
     let partitions = t
-        .partitions
+        .states
         .iter()
-        .map(|p| {
+        .enumerate()
+        .map(|(i, st)| {
+            let offline: Vec<i32> = st.replicas.iter().copied().filter(|b| !img.is_live(*b)).collect();
             MetadataResponsePartition::default()
-                .with_partition_index(p.index)
-                .with_leader_id(node.into())
-                .with_leader_epoch(p.leader_epoch())
-                .with_replica_nodes(vec![node.into()])
-                .with_isr_nodes(vec![node.into()])
-                .with_offline_replicas(vec![])
+                .with_error_code(if st.leader < 0 { Error::LeaderNotAvailable.code() } else { 0 })
+                .with_partition_index(i as i32)
+                .with_leader_id(st.leader.into())
+                .with_leader_epoch(st.leader_epoch)
+                .with_replica_nodes(ids(&st.replicas))
+                .with_isr_nodes(ids(&st.isr))
+                .with_offline_replicas(ids(&offline))
         })
         .collect();
     MetadataResponseTopic::default()
@@ -30,6 +35,23 @@ pub(crate) fn topic_entry(broker: &Broker, t: &Topic) -> MetadataResponseTopic {
         .with_topic_id(t.record.id)
         .with_is_internal(names::is_internal(&t.record.name))
         .with_partitions(partitions)
+}
+
+/// Live brokers, as (id, host, port, rack).
+fn live_brokers(broker: &Broker) -> Vec<(i32, String, i32, Option<String>)> {
+    let img = broker.cluster.image();
+    let img = img.read();
+    img.live_brokers().iter().map(|b| (b.id, b.host.clone(), b.port, b.rack.clone())).collect()
+}
+
+/// The id clients are told is the controller: the active one, when it is a live broker.
+fn controller_id(broker: &Broker) -> i32 {
+    let live = live_brokers(broker);
+    match broker.cluster.active_controller() {
+        Some(c) if live.iter().any(|b| b.0 == c) => c,
+        // A dedicated controller is not reachable by clients: name a live broker, as Kafka does.
+        _ => live.first().map_or(-1, |b| b.0),
+    }
 }
 
 fn error_entry(name: Option<String>, id: uuid::Uuid, e: &Error) -> MetadataResponseTopic {
@@ -69,19 +91,20 @@ pub async fn handle(ctx: &Ctx<'_>, req: MetadataRequest) -> MetadataResponse {
             })
             .collect()
     };
-    let id = &broker.identity;
+    let brokers = live_brokers(broker)
+        .into_iter()
+        .map(|(id, host, port, rack)| {
+            MetadataResponseBroker::default().with_node_id(id.into()).with_host(sb(host)).with_port(port).with_rack(rack.map(sb))
+        })
+        .collect();
     MetadataResponse::default()
-        .with_brokers(vec![MetadataResponseBroker::default()
-            .with_node_id(id.node_id.into())
-            .with_host(sb(id.host.clone()))
-            .with_port(id.port)])
+        .with_brokers(brokers)
         .with_cluster_id(Some(sb(broker.cluster_id.clone())))
-        .with_controller_id(id.node_id.into())
+        .with_controller_id(controller_id(broker).into())
         .with_topics(topics)
 }
 
 pub async fn describe_cluster(ctx: &Ctx<'_>, req: DescribeClusterRequest) -> DescribeClusterResponse {
-    let id = &ctx.broker.identity;
     let resp = DescribeClusterResponse::default().with_cluster_id(sb(ctx.broker.cluster_id.clone()));
     // Endpoint type 1 is brokers; 2 (controllers) only exists on the controller listener.
     if ctx.version >= 1 && req.endpoint_type != 1 {
@@ -91,8 +114,11 @@ pub async fn describe_cluster(ctx: &Ctx<'_>, req: DescribeClusterRequest) -> Des
             .with_endpoint_type(req.endpoint_type)
             .with_controller_id((-1).into());
     }
-    resp.with_endpoint_type(1).with_controller_id(id.node_id.into()).with_brokers(vec![DescribeClusterBroker::default()
-        .with_broker_id(id.node_id.into())
-        .with_host(sb(id.host.clone()))
-        .with_port(id.port)])
+    let brokers = live_brokers(ctx.broker)
+        .into_iter()
+        .map(|(id, host, port, rack)| {
+            DescribeClusterBroker::default().with_broker_id(id.into()).with_host(sb(host)).with_port(port).with_rack(rack.map(sb))
+        })
+        .collect();
+    resp.with_endpoint_type(1).with_controller_id(controller_id(ctx.broker).into()).with_brokers(brokers)
 }

@@ -24,7 +24,7 @@ pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceRespons
                     Err(Error::InvalidRequiredAcks(acks))
                 } else {
                     topic.as_ref().map_err(Clone::clone).and_then(|t| {
-                        let p = t.partitions.get(pd.index as usize).filter(|_| pd.index >= 0).ok_or(Error::UnknownTopicOrPartition)?;
+                        let p = t.get(pd.index)?;
                         let records = pd.records.as_deref().unwrap_or(&[]);
                         if let Ok(h) = crate::log::batch::BatchHeader::parse(records) {
                             if h.is_transactional() && !h.is_control() {

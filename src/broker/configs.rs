@@ -1,9 +1,9 @@
 //! Resolving, describing and altering topic and broker configs.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use super::{Broker, Topic};
+use crate::controller::rpc::{ConfigTarget, Request};
 use crate::config::{self, ConfigType, KeyDef, Source, KEYS};
 use crate::error::{Error, Result};
 use crate::log::LogConfig;
@@ -98,9 +98,9 @@ impl Broker {
     }
 
     /// Pushes current settings into every open partition of `topic`.
-    fn reconfigure(&self, topic: &Topic) {
+    pub(super) fn reconfigure(&self, topic: &Topic) {
         let (log_cfg, append_cfg) = self.partition_configs(&topic.record.configs);
-        for p in &topic.partitions {
+        for p in topic.local() {
             p.with_state(|s| {
                 s.log.reconfigure(log_cfg.clone());
                 s.append_config = append_cfg.clone();
@@ -171,16 +171,8 @@ impl Broker {
         if validate_only {
             return Ok(());
         }
-        let mut store = self.store.lock();
-        let mut rec = topic.record.clone();
-        rec.configs = new;
-        store.image.topics.insert(name.to_string(), rec.clone());
-        store.save()?;
-        let updated = Arc::new(Topic { record: rec, partitions: topic.partitions.clone() });
-        self.topics.write().insert(name.to_string(), updated.clone());
-        drop(store);
-        self.reconfigure(&updated);
-        Ok(())
+        drop(topic);
+        self.submit_blocking(Request::SetConfigs { target: ConfigTarget::Topic(name.to_string()), configs: new }).map(|_| ())
     }
 
     fn replace_broker_configs(&self, resource: &str, new: BTreeMap<String, String>, validate_only: bool) -> Result<()> {
@@ -195,15 +187,7 @@ impl Broker {
         if validate_only {
             return Ok(());
         }
-        let mut store = self.store.lock();
-        store.image.broker_configs = new.clone();
-        store.save()?;
-        self.config.write().dynamic_set = new;
-        drop(store);
-        for t in self.all_topics() {
-            self.reconfigure(&t);
-        }
-        Ok(())
+        self.submit_blocking(Request::SetConfigs { target: ConfigTarget::Broker, configs: new }).map(|_| ())
     }
 
     /// AlterConfigs: the given set replaces every dynamic value of the resource.

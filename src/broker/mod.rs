@@ -1,10 +1,12 @@
 //! The broker's shared state: configuration, metadata, and the partitions it hosts.
 
+pub mod cluster;
 mod configs;
+mod reconcile;
 mod topics;
 
+pub use crate::controller::rpc::CreateRequest;
 pub use configs::{AlterOp, ConfigEntry};
-pub use topics::CreateRequest;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -17,8 +19,11 @@ use uuid::Uuid;
 use crate::config::BrokerConfig;
 use crate::group::classic::GroupConfig;
 use crate::group::Coordinator;
-use crate::metadata::{Store, TopicRecord};
+use crate::error::{Error, Result};
+use crate::metadata::records::PartitionState;
+use crate::metadata::TopicRecord;
 use crate::partition::Partition;
+use cluster::Cluster;
 use crate::txn::pid::ProducerIdManager;
 
 /// Milliseconds since the Unix epoch.
@@ -26,10 +31,32 @@ pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
-/// A topic and its open partitions.
+/// A topic as this broker sees it: the controller's view of every partition, and the
+/// partitions this broker hosts (leads or follows).
 pub struct Topic {
     pub record: TopicRecord,
-    pub partitions: Vec<Arc<Partition>>,
+    pub states: Vec<PartitionState>,
+    slots: Vec<Option<Arc<Partition>>>,
+}
+
+impl Topic {
+    /// Partition `i` if this broker hosts it.
+    pub fn partition(&self, i: i32) -> Option<&Arc<Partition>> {
+        self.slots.get(usize::try_from(i).ok()?)?.as_ref()
+    }
+
+    /// Partition `i`, or the error a client gets: it doesn't exist, or it lives elsewhere.
+    pub fn get(&self, i: i32) -> Result<&Arc<Partition>> {
+        if i < 0 || i >= self.record.partitions {
+            return Err(Error::UnknownTopicOrPartition);
+        }
+        self.partition(i).ok_or(Error::NotLeaderOrFollower)
+    }
+
+    /// The partitions hosted here.
+    pub fn local(&self) -> impl Iterator<Item = &Arc<Partition>> {
+        self.slots.iter().flatten()
+    }
 }
 
 /// How this broker is reached and identified.
@@ -45,9 +72,12 @@ pub struct Identity {
 pub struct Broker {
     pub identity: Identity,
     pub cluster_id: String,
+    /// The controller, the metadata image, and this broker's membership.
+    pub cluster: Arc<Cluster>,
     config: RwLock<BrokerConfig>,
-    store: Mutex<Store>,
     topics: RwLock<HashMap<String, Arc<Topic>>>,
+    /// Serializes reconciliation with the metadata image.
+    reconciling: Mutex<()>,
     /// Woken on every append, so long-polling fetches return without polling.
     pub appended: Notify,
     pub producer_ids: ProducerIdManager,
@@ -62,11 +92,15 @@ const CLEAN_SHUTDOWN: &str = ".clean-shutdown";
 
 impl Broker {
     /// Opens the data directory: metadata, then every partition's log.
-    pub fn open(identity: Identity, mut config: BrokerConfig) -> anyhow::Result<Arc<Broker>> {
+    pub fn open(identity: Identity, mut config: BrokerConfig, cluster: Arc<Cluster>) -> anyhow::Result<Arc<Broker>> {
         let dir = identity.data_dir.clone();
         std::fs::create_dir_all(&dir)?;
-        let store = Store::open(&dir)?;
-        config.dynamic_set = store.image.broker_configs.clone();
+        let (cluster_id, dynamic) = {
+            let img = cluster.image();
+            let img = img.read();
+            (img.cluster_id.clone().unwrap_or_default(), img.broker_configs.clone())
+        };
+        config.dynamic_set = dynamic;
         let marker = dir.join(CLEAN_SHUTDOWN);
         let clean = marker.exists();
         let group_config = GroupConfig {
@@ -94,19 +128,16 @@ impl Broker {
         let broker = Broker {
             groups,
             txns,
+            producer_ids: ProducerIdManager::open(dir.join("producer-ids"), identity.node_id)?,
             identity,
-            cluster_id: store.image.cluster_id.clone(),
+            cluster_id,
+            cluster,
             config: RwLock::new(config),
             topics: RwLock::new(HashMap::new()),
+            reconciling: Mutex::new(()),
             appended: Notify::new(),
-            producer_ids: ProducerIdManager::open(dir.join("producer-ids"))?,
-            store: Mutex::new(store),
         };
-        let records: Vec<TopicRecord> = broker.store.lock().image.topics.values().cloned().collect();
-        for rec in records {
-            let topic = broker.open_topic(rec, clean)?;
-            broker.topics.write().insert(topic.record.name.clone(), Arc::new(topic));
-        }
+        broker.reconcile(clean);
         broker.groups.load(&broker)?;
         broker.txns.load(&broker)?;
         if clean {
@@ -145,7 +176,7 @@ impl Broker {
 
     /// A partition by topic name and index.
     pub fn partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
-        self.topic(topic)?.partitions.get(usize::try_from(index).ok()?).cloned()
+        self.topic(topic)?.partition(index).cloned()
     }
 
     /// Periodic work: flush by `flush.ms`, retention, producer-state snapshots.
@@ -185,7 +216,7 @@ impl Broker {
                 last_idle_close = now;
             }
             for topic in self.all_topics() {
-                for p in &topic.partitions {
+                for p in topic.local() {
                     let r = p.with_state(|s| {
                         if close_idle {
                             // Idle partitions hold no file handles, however many there are.
@@ -217,7 +248,7 @@ impl Broker {
     /// Compacts every partition of every compacted topic that needs it.
     pub fn compact_all(&self) {
         for topic in self.all_topics() {
-            for p in &topic.partitions {
+            for p in topic.local() {
                 match p.compact(now_ms()) {
                     Ok(0) => {}
                     Ok(saved) => tracing::info!(topic = %p.topic, partition = p.index, bytes_saved = saved, "compacted"),
@@ -231,7 +262,7 @@ impl Broker {
     pub fn shutdown(&self) -> anyhow::Result<()> {
         let now = now_ms();
         for topic in self.all_topics() {
-            for p in &topic.partitions {
+            for p in topic.local() {
                 p.snapshot_producers()?;
                 p.with_state(|s| s.log.flush(now))?;
             }

@@ -1,102 +1,88 @@
-//! Creating, growing and deleting topics.
+//! Creating, growing and deleting topics: decided by the controller, then applied here.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
-use uuid::Uuid;
-
-use super::{now_ms, Broker, Topic};
-use crate::config;
+use super::{now_ms, Broker, CreateRequest, Topic};
+use crate::controller::rpc::{Request, Response};
 use crate::error::{Error, Result};
-use crate::metadata::{names, TopicRecord};
+use crate::metadata::image::TopicImage;
+use crate::metadata::TopicRecord;
 use crate::partition::Partition;
 
-/// What a CreateTopics entry asks for, before defaults are applied.
-#[derive(Debug, Clone, Default)]
-pub struct CreateRequest {
-    pub name: String,
-    /// -1 takes `num.partitions`.
-    pub partitions: i32,
-    /// -1 takes `default.replication.factor`.
-    pub replication_factor: i16,
-    /// Manual assignment: partition index → broker ids.
-    pub assignments: Vec<(i32, Vec<i32>)>,
-    pub configs: BTreeMap<String, String>,
-}
+/// Kafka's file naming the topic id a partition directory belongs to.
+const PARTITION_METADATA: &str = "partition.metadata";
 
 impl Broker {
-    pub(super) fn open_topic(&self, rec: TopicRecord, clean: bool) -> Result<Topic> {
-        let mut partitions = Vec::with_capacity(rec.partitions as usize);
-        for i in 0..rec.partitions {
-            partitions.push(Arc::new(self.open_partition(&rec, i, clean)?));
+    pub(super) fn open_partition(&self, rec: &TopicRecord, index: i32, clean: bool) -> Result<Partition> {
+        let dir = self.partition_dir(&rec.name, index);
+        // A directory left by an older topic of the same name (deleted while this broker
+        // was away) must not leak its records into the new one.
+        let marker = dir.join(PARTITION_METADATA);
+        let want = format!("version: 0\ntopic_id: {}\n", rec.id);
+        if let Ok(found) = std::fs::read_to_string(&marker) {
+            if found != want {
+                tracing::warn!(topic = %rec.name, partition = index, "directory belongs to an older topic of the same name; removing it");
+                std::fs::remove_dir_all(&dir)?;
+            }
         }
-        Ok(Topic { record: rec, partitions })
-    }
-
-    fn open_partition(&self, rec: &TopicRecord, index: i32, clean: bool) -> Result<Partition> {
         let (log_cfg, append_cfg) = self.partition_configs(&rec.configs);
-        Partition::open(&rec.name, index, rec.id, &self.partition_dir(&rec.name, index), log_cfg, append_cfg, clean, now_ms())
+        let p = Partition::open(&rec.name, index, rec.id, &dir, log_cfg, append_cfg, clean, now_ms())?;
+        if !marker.exists() {
+            std::fs::write(&marker, want)?;
+        }
+        Ok(p)
     }
 
-    /// Checks a create request and fills in defaults, without creating anything.
-    pub fn validate_create(&self, req: &CreateRequest) -> Result<TopicRecord> {
-        names::validate(&req.name).map_err(Error::InvalidTopic)?;
-        if self.topic(&req.name).is_some() {
-            return Err(Error::TopicAlreadyExists(format!("topic '{}' already exists", req.name)));
-        }
-        let cfg = self.config();
-        let node = self.identity.node_id;
-        let partitions = if !req.assignments.is_empty() {
-            if req.partitions != -1 || req.replication_factor != -1 {
-                return Err(Error::InvalidRequest("both assignments and numPartitions/replicationFactor were given".into()));
-            }
-            let mut idx: Vec<i32> = req.assignments.iter().map(|a| a.0).collect();
-            idx.sort_unstable();
-            if idx.iter().enumerate().any(|(i, &p)| p != i as i32) {
-                return Err(Error::InvalidReplicaAssignment("partitions must be numbered 0..n".into()));
-            }
-            for (_, replicas) in &req.assignments {
-                if replicas.is_empty() || replicas.iter().any(|&b| b != node) || replicas.len() > 1 {
-                    return Err(Error::InvalidReplicaAssignment(format!(
-                        "replicas {replicas:?} name brokers that don't exist (only broker {node} does)"
-                    )));
-                }
-            }
-            idx.len() as i32
-        } else {
-            let partitions = if req.partitions == -1 { cfg.get_i64("num.partitions") as i32 } else { req.partitions };
-            if partitions <= 0 {
-                return Err(Error::InvalidPartitions(format!("number of partitions must be larger than 0, not {partitions}")));
-            }
-            let rf = if req.replication_factor == -1 { cfg.get_i64("default.replication.factor") } else { req.replication_factor as i64 };
-            if rf <= 0 {
-                return Err(Error::InvalidReplicationFactor(format!("replication factor must be larger than 0, not {rf}")));
-            }
-            if rf > 1 {
-                return Err(Error::InvalidReplicationFactor(format!("Replication factor: {rf} larger than available brokers: 1.")));
-            }
-            partitions
+    /// How long a metadata change may take before the client hears REQUEST_TIMED_OUT.
+    fn controller_timeout(&self) -> Duration {
+        Duration::from_millis(self.config().get_i64("controller.quorum.request.timeout.ms").max(100) as u64)
+    }
+
+    /// Sends a decision to the controller and waits until this broker has applied it.
+    pub async fn submit(&self, req: Request, timeout: Option<Duration>) -> Result<Response> {
+        let timeout = timeout.unwrap_or_else(|| self.controller_timeout());
+        let resp = self.cluster.call(req, timeout).await?;
+        let offset = match &resp {
+            Response::Done { offset }
+            | Response::Topics { offset, .. }
+            | Response::Each { offset, .. }
+            | Response::Partition { offset, .. }
+            | Response::Elected { offset, .. } => *offset,
+            Response::Failed(e) => return Err(e.clone()),
+            _ => 0,
         };
-        for (k, v) in &req.configs {
-            let def = config::topic_key(k).ok_or_else(|| Error::InvalidConfig(format!("unknown topic config '{k}'")))?;
-            config::validate(def, v).map_err(Error::InvalidConfig)?;
-        }
-        Ok(TopicRecord { name: req.name.clone(), id: Uuid::new_v4(), partitions, configs: req.configs.clone() })
+        self.cluster.wait_applied(offset, timeout).await?;
+        self.reconcile(true);
+        Ok(resp)
     }
 
-    /// Creates a topic and opens its partitions.
-    pub fn create_topic(&self, req: &CreateRequest) -> Result<Arc<Topic>> {
-        let rec = self.validate_create(req)?;
-        let mut store = self.store.lock();
-        if store.image.topics.contains_key(&rec.name) {
-            return Err(Error::TopicAlreadyExists(format!("topic '{}' already exists", rec.name)));
+    /// [`submit`](Self::submit) for callers that are not async (coordinators, auto-creation).
+    /// Needs the multi-threaded runtime: the worker steps aside while it waits.
+    pub fn submit_blocking(&self, req: Request) -> Result<Response> {
+        let handle = tokio::runtime::Handle::try_current().map_err(|_| Error::CoordinatorNotAvailable)?;
+        tokio::task::block_in_place(|| handle.block_on(self.submit(req, None)))
+    }
+
+    /// CreateTopics: the controller validates and places; results in request order.
+    pub async fn create_topics(&self, reqs: Vec<CreateRequest>, validate_only: bool, timeout: Duration) -> Vec<Result<TopicImage>> {
+        let n = reqs.len();
+        match self.submit(Request::CreateTopics { topics: reqs, validate_only }, Some(timeout)).await {
+            Ok(Response::Topics { results, .. }) => results,
+            Ok(other) => vec![Err(Error::InvalidRequest(format!("unexpected controller answer {other:?}"))); n],
+            Err(e) => vec![Err(e); n],
         }
-        let topic = Arc::new(self.open_topic(rec.clone(), true)?);
-        store.image.topics.insert(rec.name.clone(), rec.clone());
-        store.save()?;
-        self.topics.write().insert(rec.name.clone(), topic.clone());
-        tracing::info!(topic = %rec.name, partitions = rec.partitions, id = %rec.id, "created topic");
-        Ok(topic)
+    }
+
+    /// Creates one topic from synchronous code.
+    pub fn create_topic(&self, req: &CreateRequest) -> Result<Arc<Topic>> {
+        match self.submit_blocking(Request::CreateTopics { topics: vec![req.clone()], validate_only: false })? {
+            Response::Topics { mut results, .. } if results.len() == 1 => {
+                let t = results.remove(0)?;
+                self.topic(&t.name).ok_or(Error::UnknownTopicOrPartition)
+            }
+            other => Err(Error::InvalidRequest(format!("unexpected controller answer {other:?}"))),
+        }
     }
 
     /// Creates a topic with broker defaults if `auto.create.topics.enable` allows.
@@ -109,70 +95,31 @@ impl Broker {
         }
         let req = CreateRequest { name: name.to_string(), partitions: -1, replication_factor: -1, ..Default::default() };
         match self.create_topic(&req) {
-            Err(Error::TopicAlreadyExists(_)) => self.topic(name).ok_or(Error::UnknownTopicOrPartition),
+            Err(Error::TopicAlreadyExists(_)) => self.topic(name).ok_or(Error::LeaderNotAvailable),
             other => other,
         }
     }
 
-    /// Deletes a topic: it disappears from metadata first, then its files go.
-    pub fn delete_topic(&self, name: &str) -> Result<Uuid> {
-        if !self.config().get_bool("delete.topic.enable") {
-            return Err(Error::PolicyViolation("topic deletion is disabled (delete.topic.enable=false)".into()));
+    /// DeleteTopics by name; results in request order.
+    pub async fn delete_topics(&self, names: Vec<String>, timeout: Duration) -> Vec<Result<()>> {
+        let n = names.len();
+        match self.submit(Request::DeleteTopics { names }, Some(timeout)).await {
+            Ok(Response::Each { results, .. }) => results,
+            Ok(other) => vec![Err(Error::InvalidRequest(format!("unexpected controller answer {other:?}"))); n],
+            Err(e) => vec![Err(e); n],
         }
-        let mut store = self.store.lock();
-        let rec = store.image.topics.remove(name).ok_or(Error::UnknownTopicOrPartition)?;
-        store.save()?;
-        let topic = self.topics.write().remove(name);
-        drop(store);
-        if let Some(topic) = topic {
-            for p in &topic.partitions {
-                let dir = self.partition_dir(name, p.index);
-                let trash = self.identity.data_dir.join(format!("{name}-{}.{}-delete", p.index, rec.id.simple()));
-                if std::fs::rename(&dir, &trash).is_ok() {
-                    let _ = std::fs::remove_dir_all(&trash);
-                }
-            }
-        }
-        tracing::info!(topic = %name, "deleted topic");
-        Ok(rec.id)
     }
 
     /// Raises a topic's partition count to `count`.
-    pub fn create_partitions(&self, name: &str, count: i32, assignments: Option<&[Vec<i32>]>, validate_only: bool) -> Result<()> {
-        let topic = self.topic(name).ok_or(Error::UnknownTopicOrPartition)?;
-        let current = topic.record.partitions;
-        if count < current {
-            return Err(Error::InvalidPartitions(format!("topic currently has {current} partitions, {count} would not be an increase")));
-        }
-        if count == current {
-            return Err(Error::InvalidPartitions(format!("topic already has {current} partitions")));
-        }
-        if let Some(a) = assignments {
-            if a.len() as i32 != count - current {
-                return Err(Error::InvalidReplicaAssignment(format!(
-                    "{} assignments given for {} new partitions",
-                    a.len(),
-                    count - current
-                )));
-            }
-            if a.iter().any(|r| r.len() != 1 || r[0] != self.identity.node_id) {
-                return Err(Error::InvalidReplicaAssignment(format!("only broker {} exists", self.identity.node_id)));
-            }
-        }
-        if validate_only {
-            return Ok(());
-        }
-        let mut store = self.store.lock();
-        let mut rec = topic.record.clone();
-        rec.partitions = count;
-        let mut partitions = topic.partitions.clone();
-        for i in current..count {
-            partitions.push(Arc::new(self.open_partition(&rec, i, true)?));
-        }
-        store.image.topics.insert(name.to_string(), rec.clone());
-        store.save()?;
-        self.topics.write().insert(name.to_string(), Arc::new(Topic { record: rec, partitions }));
-        tracing::info!(topic = %name, from = current, to = count, "added partitions");
-        Ok(())
+    pub async fn create_partitions(
+        &self,
+        name: &str,
+        count: i32,
+        assignments: Option<Vec<Vec<i32>>>,
+        validate_only: bool,
+        timeout: Duration,
+    ) -> Result<()> {
+        let req = Request::CreatePartitions { name: name.to_string(), count, assignments, validate_only };
+        self.submit(req, Some(timeout)).await.map(|_| ())
     }
 }

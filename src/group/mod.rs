@@ -60,7 +60,7 @@ impl Entry {
 
 /// Topic names to ids and partition counts, as consumer groups see them.
 fn topics_view(broker: &Broker) -> Topics {
-    broker.all_topics().iter().map(|t| (t.record.name.clone(), (t.record.id, t.partitions.len() as i32))).collect()
+    broker.all_topics().iter().map(|t| (t.record.name.clone(), (t.record.id, t.record.partitions))).collect()
 }
 
 #[derive(Default)]
@@ -170,8 +170,8 @@ impl Coordinator {
             return Ok(());
         }
         let topic = self.ensure_offsets_topic(broker)?;
-        let p = store::partition_for(group, topic.partitions.len() as i32);
-        let part = topic.partitions.get(p as usize).ok_or(Error::CoordinatorNotAvailable)?;
+        let p = store::partition_for(group, topic.record.partitions);
+        let part = topic.partition(p).ok_or(Error::CoordinatorNotAvailable)?;
         let refs: Vec<(Option<&[u8]>, Option<&[u8]>)> = recs.iter().map(|(k, v)| (Some(k.as_slice()), v.as_deref())).collect();
         let mut b = records::build(&refs, now_ms());
         if let Some((pid, epoch)) = txn {

@@ -58,7 +58,7 @@ impl Coordinator {
         type PendingOffsets = Vec<((String, String, i32), Option<OffsetValue>)>;
         let mut txn_pending: HashMap<i64, PendingOffsets> = HashMap::new();
         let mut offsets: HashMap<(String, String, i32), Option<OffsetValue>> = HashMap::new();
-        for p in &topic.partitions {
+        for p in topic.local() {
             let mut offset = p.with_state(|s| s.log.log_start_offset());
             loop {
                 let data = match p.fetch(offset, 4 << 20, true, -1) {

@@ -99,10 +99,10 @@ impl TxnCoordinator {
                 }
             }
         };
-        let p = partition_for(&m.id, topic.partitions.len() as i32);
+        let p = partition_for(&m.id, topic.record.partitions);
         let value = serde_json::to_vec(m).expect("serializable");
         let key = key_bytes(&m.id);
-        topic.partitions[p as usize].append_internal(&records::build(&[(Some(&key), Some(&value))], now_ms()), now_ms())?;
+        topic.partition(p).ok_or(Error::CoordinatorNotAvailable)?.append_internal(&records::build(&[(Some(&key), Some(&value))], now_ms()), now_ms())?;
         Ok(())
     }
 
@@ -315,7 +315,7 @@ impl TxnCoordinator {
     pub fn load(&self, broker: &Broker) -> Result<()> {
         let Some(topic) = broker.topic(TXN_TOPIC) else { return Ok(()) };
         let mut found: HashMap<String, Option<TxnMeta>> = HashMap::new();
-        for p in &topic.partitions {
+        for p in topic.local() {
             let mut offset = p.with_state(|s| s.log.log_start_offset());
             while let Ok(d) = p.fetch(offset, 4 << 20, true, -1) {
                 if d.records.is_empty() {

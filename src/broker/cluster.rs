@@ -1,0 +1,260 @@
+//! The broker's side of the cluster: reaching the active controller, registering and
+//! heartbeating, and following the metadata log when this node does not vote.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use crate::controller::rpc::{Request, Response};
+use crate::controller::{net, Controller};
+use crate::error::{Error, Result};
+use crate::metadata::image::Image;
+
+/// How this node reaches the controller and sees the metadata.
+pub struct Cluster {
+    pub node_id: i32,
+    /// Controller listener of every voter.
+    pub voters: BTreeMap<i32, SocketAddr>,
+    /// Set when this node votes in the quorum.
+    pub controller: Option<Arc<Controller>>,
+    image: Arc<RwLock<Image>>,
+    applied: watch::Receiver<u64>,
+    applied_tx: Option<watch::Sender<u64>>,
+    epoch: AtomicU64,
+    fenced: AtomicBool,
+    /// Set once this broker was first unfenced: its image is then complete.
+    caught_up: watch::Sender<bool>,
+    incarnation: Uuid,
+}
+
+impl Cluster {
+    /// A voter: the image is the local quorum member's.
+    pub fn voter(node_id: i32, voters: BTreeMap<i32, SocketAddr>, controller: Arc<Controller>) -> Arc<Cluster> {
+        let image = controller.quorum.image();
+        let applied = controller.quorum.applied();
+        Arc::new(Cluster::new(node_id, voters, Some(controller), image, applied, None))
+    }
+
+    /// A broker that does not vote: it fetches the metadata log from the controller.
+    pub fn observer(node_id: i32, voters: BTreeMap<i32, SocketAddr>) -> Arc<Cluster> {
+        let (tx, rx) = watch::channel(0);
+        Arc::new(Cluster::new(node_id, voters, None, Arc::new(RwLock::new(Image::default())), rx, Some(tx)))
+    }
+
+    fn new(
+        node_id: i32,
+        voters: BTreeMap<i32, SocketAddr>,
+        controller: Option<Arc<Controller>>,
+        image: Arc<RwLock<Image>>,
+        applied: watch::Receiver<u64>,
+        applied_tx: Option<watch::Sender<u64>>,
+    ) -> Cluster {
+        Cluster {
+            node_id,
+            voters,
+            controller,
+            image,
+            applied,
+            applied_tx,
+            epoch: AtomicU64::new(0),
+            fenced: AtomicBool::new(true),
+            caught_up: watch::channel(false).0,
+            incarnation: Uuid::new_v4(),
+        }
+    }
+
+    /// The metadata image as this node has applied it.
+    pub fn image(&self) -> Arc<RwLock<Image>> {
+        self.image.clone()
+    }
+
+    /// Signalled whenever more metadata is applied.
+    pub fn applied(&self) -> watch::Receiver<u64> {
+        self.applied.clone()
+    }
+
+    /// Waits until this node has applied `offset` (bounded by `timeout`).
+    pub async fn wait_applied(&self, offset: u64, timeout: Duration) -> Result<()> {
+        let mut rx = self.applied.clone();
+        let ok = matches!(tokio::time::timeout(timeout, rx.wait_for(|&a| a >= offset)).await, Ok(Ok(_)));
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::RequestTimedOut(format!("metadata offset {offset} not applied in time")))
+        }
+    }
+
+    /// This broker's epoch (0 before it registered).
+    pub fn broker_epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Relaxed)
+    }
+
+    pub fn is_fenced(&self) -> bool {
+        self.fenced.load(Ordering::Relaxed)
+    }
+
+    /// Becomes true once this broker was unfenced at least once.
+    pub fn caught_up(&self) -> watch::Receiver<bool> {
+        self.caught_up.subscribe()
+    }
+
+    /// The active controller's id, if known.
+    pub fn active_controller(&self) -> Option<i32> {
+        match &self.controller {
+            Some(c) => c.quorum.status().leader.map(|l| l as i32),
+            None => self.image.read().brokers.values().find(|b| b.controller && !b.fenced).map(|b| b.id),
+        }
+    }
+
+    /// Sends a request to the active controller, following redirects until `timeout`.
+    pub async fn call(&self, req: Request, timeout: Duration) -> Result<Response> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut hint: Option<i32> = None;
+        let mut round_robin = self.voters.keys().copied().cycle();
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Err(Error::RequestTimedOut("no active controller answered in time".into()));
+            }
+            let local_leader = self.controller.as_ref().filter(|c| c.quorum.status().is_leader);
+            let resp = if let Some(c) = local_leader {
+                match tokio::time::timeout(left, c.handle(req.clone())).await {
+                    Ok(r) => Ok(r),
+                    Err(_) => Err(Error::RequestTimedOut("the controller did not decide in time".into())),
+                }
+            } else {
+                let target = hint
+                    .take()
+                    .or_else(|| self.controller.as_ref().and_then(|c| c.quorum.status().leader.map(|l| l as i32)))
+                    .filter(|t| *t != self.node_id || self.controller.is_none())
+                    .or_else(|| round_robin.next());
+                match target.and_then(|t| self.voters.get(&t)) {
+                    Some(addr) => net::call(*addr, &req, left.min(Duration::from_secs(30))).await,
+                    None => Err(Error::NotController),
+                }
+            };
+            match resp {
+                Ok(Response::NotController { leader }) => hint = leader.filter(|l| Some(*l) != Some(self.node_id)),
+                Ok(r) => return Ok(r),
+                Err(Error::RequestTimedOut(m)) => return Err(Error::RequestTimedOut(m)),
+                Err(_) => {}
+            }
+            tokio::time::sleep(Duration::from_millis(50).min(left)).await;
+        }
+    }
+
+    /// Registers with the controller and heartbeats forever; re-registers if the controller
+    /// forgot this broker (a stale epoch). `advertised` is the client listener.
+    pub async fn run_membership(
+        self: Arc<Self>,
+        host: String,
+        port: i32,
+        rack: Option<String>,
+        interval: Duration,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        let is_voter = self.controller.is_some();
+        'register: loop {
+            let req = Request::Register {
+                id: self.node_id,
+                incarnation: self.incarnation,
+                host: host.clone(),
+                port,
+                rack: rack.clone(),
+                controller: is_voter,
+            };
+            let epoch = match self.call(req, Duration::from_secs(5)).await {
+                Ok(Response::Registered { epoch }) => epoch,
+                other => {
+                    tracing::debug!(result = ?other.err(), "registration not accepted yet");
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(200)) => continue 'register,
+                        _ = shutdown.changed() => return,
+                    }
+                }
+            };
+            self.epoch.store(epoch, Ordering::Relaxed);
+            tracing::info!(epoch, "registered with the controller");
+            loop {
+                let applied = *self.applied.borrow();
+                let req = Request::Heartbeat { id: self.node_id, epoch, applied, shutting_down: false };
+                match self.call(req, interval.max(Duration::from_secs(2))).await {
+                    Ok(Response::Heartbeat { fenced, .. }) => {
+                        let was = self.fenced.swap(fenced, Ordering::Relaxed);
+                        if was != fenced {
+                            tracing::info!(fenced, "broker fencing changed");
+                        }
+                        if !fenced {
+                            self.caught_up.send_if_modified(|c| !std::mem::replace(c, true));
+                        }
+                    }
+                    Ok(Response::Failed(Error::StaleBrokerEpoch)) => {
+                        self.fenced.store(true, Ordering::Relaxed);
+                        continue 'register;
+                    }
+                    _ => {}
+                }
+                // Until unfenced, ask again soon: startup waits on it.
+                let wait = if self.is_fenced() { Duration::from_millis(50) } else { interval };
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = shutdown.changed() => return,
+                }
+            }
+        }
+    }
+
+    /// Controlled shutdown: asks the controller to move leadership away and fence us.
+    pub async fn controlled_shutdown(&self, timeout: Duration) {
+        let epoch = self.broker_epoch();
+        if epoch == 0 {
+            return;
+        }
+        let req = Request::Heartbeat { id: self.node_id, epoch, applied: *self.applied.borrow(), shutting_down: true };
+        match self.call(req, timeout).await {
+            Ok(Response::Heartbeat { shutdown_ready: true, .. }) => tracing::info!("controlled shutdown acknowledged"),
+            other => tracing::warn!(result = ?other, "controlled shutdown not acknowledged; stopping anyway"),
+        }
+    }
+
+    /// For a non-voting broker: fetches committed metadata from the controller forever.
+    pub async fn follow_metadata(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        let Some(tx) = self.applied_tx.as_ref() else { return };
+        loop {
+            let from = self.image.read().offset + 1;
+            let r = tokio::select! {
+                r = self.call(Request::FetchMetadata { from }, Duration::from_secs(5)) => r,
+                _ = shutdown.changed() => return,
+            };
+            match r {
+                Ok(Response::Batches { batches }) => {
+                    let mut img = self.image.write();
+                    for (offset, b) in batches {
+                        for rec in &b.records {
+                            img.apply(offset, rec);
+                        }
+                        img.offset = img.offset.max(offset);
+                    }
+                    let o = img.offset;
+                    drop(img);
+                    tx.send_if_modified(|v| std::mem::replace(v, o) != o);
+                }
+                Ok(Response::Snapshot { image }) => match Image::from_snapshot(&image) {
+                    Ok(i) => {
+                        let o = i.offset;
+                        *self.image.write() = i;
+                        tx.send_if_modified(|v| std::mem::replace(v, o) != o);
+                    }
+                    Err(e) => tracing::warn!(error = %e, "bad metadata snapshot from the controller"),
+                },
+                _ => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+    }
+}

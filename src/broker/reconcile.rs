@@ -1,0 +1,99 @@
+//! Makes this broker's partitions match the metadata image: open what it now hosts,
+//! tell each partition who leads, and remove what was deleted or moved away.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::{Broker, Topic};
+use crate::metadata::image::TopicImage;
+use crate::metadata::TopicRecord;
+
+impl Broker {
+    /// Brings local state in line with the image. Idempotent; cheap when nothing changed.
+    pub fn reconcile(&self, clean: bool) {
+        let _turn = self.reconciling.lock();
+        let img = self.cluster.image().read().clone();
+        let me = self.identity.node_id;
+        let reconfigure_all = {
+            let mut cfg = self.config.write();
+            let changed = cfg.dynamic_set != img.broker_configs;
+            cfg.dynamic_set = img.broker_configs.clone();
+            changed
+        };
+        let current = self.topics.read().clone();
+        let mut next: HashMap<String, Arc<Topic>> = HashMap::with_capacity(img.topics.len());
+        for t in img.topics.values() {
+            let old = current.get(&t.name).filter(|o| o.record.id == t.id);
+            let topic = self.reconcile_topic(t, old.map(|o| &**o), me, clean);
+            let configs_changed = old.is_none_or(|o| o.record.configs != t.configs);
+            if reconfigure_all || configs_changed {
+                self.reconfigure(&topic);
+            }
+            next.insert(t.name.clone(), Arc::new(topic));
+        }
+        // What is no longer ours: deleted topics, and partitions moved to other brokers.
+        let mut gone = Vec::new();
+        for (name, old) in &current {
+            match next.get(name).filter(|n| n.record.id == old.record.id) {
+                None => gone.extend(old.local().cloned()),
+                Some(n) => gone.extend(old.local().filter(|p| n.partition(p.index).is_none()).cloned()),
+            }
+        }
+        *self.topics.write() = next;
+        for p in gone {
+            self.remove_partition_files(&p.topic, p.index, p.topic_id);
+        }
+    }
+
+    fn reconcile_topic(&self, t: &TopicImage, old: Option<&Topic>, me: i32, clean: bool) -> Topic {
+        let record = TopicRecord { name: t.name.clone(), id: t.id, partitions: t.partitions.len() as i32, configs: t.configs.clone() };
+        let mut slots = Vec::with_capacity(t.partitions.len());
+        for (i, st) in t.partitions.iter().enumerate() {
+            let slot = if st.replicas.contains(&me) {
+                let existing = old.and_then(|o| o.partition(i as i32)).cloned();
+                let p = match existing {
+                    Some(p) => Some(p),
+                    None => match self.open_partition(&record, i as i32, clean) {
+                        Ok(p) => Some(Arc::new(p)),
+                        Err(e) => {
+                            tracing::error!(topic = %t.name, partition = i, error = %e, "cannot open partition");
+                            None
+                        }
+                    },
+                };
+                if let Some(p) = &p {
+                    p.set_replica_state(st, me);
+                }
+                p
+            } else {
+                None
+            };
+            slots.push(slot);
+        }
+        Topic { record, states: t.partitions.clone(), slots }
+    }
+
+    fn remove_partition_files(&self, topic: &str, index: i32, id: uuid::Uuid) {
+        let dir = self.partition_dir(topic, index);
+        let trash = self.identity.data_dir.join(format!("{topic}-{index}.{}-delete", id.simple()));
+        if std::fs::rename(&dir, &trash).is_ok() {
+            let _ = std::fs::remove_dir_all(&trash);
+        }
+        tracing::info!(topic, partition = index, "removed partition files");
+    }
+}
+
+impl Broker {
+    /// Reconciles whenever more metadata is applied, until shutdown.
+    pub async fn follow_image(self: Arc<Self>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+        let mut applied = self.cluster.applied();
+        loop {
+            tokio::select! {
+                r = applied.changed() => if r.is_err() { return },
+                _ = shutdown.changed() => return,
+            }
+            let me = self.clone();
+            let _ = tokio::task::spawn_blocking(move || me.reconcile(true)).await;
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! Runs a [`QuorumNode`] on tokio: a timer ticks it, peers' messages step it, callers
+//! propose through it and wait for their batch to be applied.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use raft::eraftpb::Message;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::quorum::QuorumNode;
+use super::raft_store::RaftStore;
+use super::rpc::QuorumInfo;
+use crate::error::{Error, Result};
+use crate::metadata::image::Image;
+use crate::metadata::records::{Record, RecordBatch};
+
+/// Milliseconds per Raft tick. With 10 ticks to an election, a dead leader is replaced
+/// within 0.5–1 s (the timeout is randomized between 10 and 20 ticks).
+pub const TICK_MS: u64 = 50;
+
+enum Cmd {
+    Step(Message),
+    Propose(RecordBatch, oneshot::Sender<Result<u64>>),
+}
+
+/// What callers can see of the quorum without asking the driver.
+#[derive(Debug, Clone, Default)]
+pub struct Status {
+    pub leader: Option<u64>,
+    pub is_leader: bool,
+    pub term: u64,
+    pub commit: u64,
+    pub progress: Vec<(u64, u64)>,
+    pub voters: Vec<u64>,
+}
+
+/// A handle on the running quorum member.
+pub struct Quorum {
+    pub node_id: u64,
+    cmd: mpsc::UnboundedSender<Cmd>,
+    image: Arc<RwLock<Image>>,
+    applied: watch::Receiver<u64>,
+    status: watch::Receiver<Status>,
+    store: RaftStore,
+}
+
+impl Quorum {
+    /// Starts driving `node`; `send` delivers a message to a peer (best effort).
+    pub fn start(mut node: QuorumNode, send: Box<dyn Fn(Message) + Send + Sync>) -> Arc<Quorum> {
+        let (cmd_tx, mut cmd_rx) = mpsc::unbounded_channel();
+        let image = node.image();
+        let (applied_tx, applied) = watch::channel(image.read().offset);
+        let (status_tx, status) = watch::channel(Status::default());
+        let store = node.store().clone();
+        if node.voters() == [node.id] {
+            node.campaign();
+        }
+        let node_id = node.id;
+        let shared = image.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(TICK_MS));
+            let mut pending: HashMap<Vec<u8>, oneshot::Sender<Result<u64>>> = HashMap::new();
+            let mut next_tag: u64 = rand_seed();
+            loop {
+                let cmd = tokio::select! {
+                    _ = tick.tick() => { node.tick(); None }
+                    c = cmd_rx.recv() => match c { Some(c) => Some(c), None => return },
+                };
+                let mut handle = |c: Cmd, node: &mut QuorumNode| match c {
+                    Cmd::Step(m) => node.step(m),
+                    Cmd::Propose(batch, reply) => {
+                        next_tag = next_tag.wrapping_add(1);
+                        let tag = next_tag.to_be_bytes().to_vec();
+                        match node.propose(tag.clone(), &batch) {
+                            Ok(()) => {
+                                pending.insert(tag, reply);
+                            }
+                            Err(e) => {
+                                let _ = reply.send(Err(e));
+                            }
+                        }
+                    }
+                };
+                if let Some(c) = cmd {
+                    handle(c, &mut node);
+                }
+                // Take whatever else is queued, so one fsync covers many messages.
+                for _ in 0..256 {
+                    match cmd_rx.try_recv() {
+                        Ok(c) => handle(c, &mut node),
+                        Err(_) => break,
+                    }
+                }
+                let out = match node.process() {
+                    Ok(out) => out,
+                    Err(e) => {
+                        // The metadata log is the cluster's memory: never run on after losing it.
+                        tracing::error!(error = %e, "metadata log failure; stopping");
+                        std::process::exit(70);
+                    }
+                };
+                for m in out.messages {
+                    send(m);
+                }
+                for a in out.applied {
+                    if let Some(reply) = pending.remove(&a.context) {
+                        let _ = reply.send(Ok(a.offset));
+                    }
+                }
+                if out.leader_changed {
+                    tracing::info!(leader = node.leader().unwrap_or(0), term = node.term(), "metadata quorum leader changed");
+                    if !node.is_leader() {
+                        for (_, reply) in pending.drain() {
+                            let _ = reply.send(Err(Error::NotController));
+                        }
+                    }
+                }
+                let offset = image.read().offset;
+                applied_tx.send_if_modified(|v| std::mem::replace(v, offset) != offset);
+                let st = Status {
+                    leader: node.leader(),
+                    is_leader: node.is_leader(),
+                    term: node.term(),
+                    commit: node.commit_index(),
+                    progress: node.progress(),
+                    voters: node.voters(),
+                };
+                status_tx.send_if_modified(|s| {
+                    let changed = s.leader != st.leader || s.term != st.term || s.commit != st.commit || s.progress != st.progress;
+                    *s = st;
+                    changed
+                });
+            }
+        });
+        Arc::new(Quorum { node_id, cmd: cmd_tx, image: shared, applied, status, store })
+    }
+
+    /// Delivers a peer's message.
+    pub fn step(&self, m: Message) {
+        let _ = self.cmd.send(Cmd::Step(m));
+    }
+
+    /// Appends records to the metadata log; resolves once they are committed and applied here.
+    pub async fn propose(&self, records: Vec<Record>) -> Result<u64> {
+        let (tx, rx) = oneshot::channel();
+        self.cmd.send(Cmd::Propose(RecordBatch::new(records), tx)).map_err(|_| Error::NotController)?;
+        rx.await.map_err(|_| Error::NotController)?
+    }
+
+    /// The applied image.
+    pub fn image(&self) -> Arc<RwLock<Image>> {
+        self.image.clone()
+    }
+
+    /// The offset applied so far; changes are signalled.
+    pub fn applied(&self) -> watch::Receiver<u64> {
+        self.applied.clone()
+    }
+
+    pub fn status(&self) -> Status {
+        self.status.borrow().clone()
+    }
+
+    /// Signalled on leader, term or commit changes.
+    pub fn status_watch(&self) -> watch::Receiver<Status> {
+        self.status.clone()
+    }
+
+    pub fn store(&self) -> &RaftStore {
+        &self.store
+    }
+
+    /// The quorum as DescribeQuorum reports it.
+    pub fn info(&self) -> QuorumInfo {
+        let st = self.status();
+        let progress: HashMap<u64, u64> = st.progress.iter().copied().collect();
+        QuorumInfo {
+            leader: st.leader.map_or(-1, |l| l as i32),
+            term: st.term,
+            high_watermark: st.commit,
+            voters: st.voters.iter().map(|v| (*v as i32, progress.get(v).copied().unwrap_or(0))).collect(),
+        }
+    }
+}
+
+fn rand_seed() -> u64 {
+    let (a, b) = uuid::Uuid::new_v4().as_u64_pair();
+    a ^ b
+}

@@ -1,0 +1,387 @@
+//! The controller: the metadata quorum and, on its leader, the active controller that
+//! decides topics, placement, broker liveness and partition leadership.
+//!
+//! Every decision is a batch of metadata records proposed to the quorum; nothing changes
+//! until the batch commits. Decisions are made one at a time (`ops`), against the image
+//! as it is after the previous decision was applied, so two can never contradict.
+
+pub mod driver;
+pub mod election;
+pub mod net;
+pub mod quorum;
+pub mod raft_store;
+pub mod rpc;
+mod topics;
+
+#[cfg(test)]
+mod quorum_tests;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use uuid::Uuid;
+
+use crate::broker::now_ms;
+use crate::config::BrokerConfig;
+use crate::error::{Error, Result};
+use crate::metadata::image::Image;
+use crate::metadata::records::Record;
+use driver::Quorum;
+use rpc::{Request, Response};
+
+/// The active-controller logic of a voter.
+pub struct Controller {
+    pub quorum: Arc<Quorum>,
+    config: RwLock<BrokerConfig>,
+    /// Last heartbeat per broker (ms), as seen by this node while it leads.
+    heartbeats: Mutex<HashMap<i32, i64>>,
+    ops: tokio::sync::Mutex<()>,
+    last_rebalance: Mutex<i64>,
+}
+
+impl Controller {
+    pub fn new(quorum: Arc<Quorum>, config: BrokerConfig) -> Arc<Controller> {
+        Arc::new(Controller {
+            quorum,
+            config: RwLock::new(config),
+            heartbeats: Mutex::new(HashMap::new()),
+            ops: tokio::sync::Mutex::new(()),
+            last_rebalance: Mutex::new(now_ms()),
+        })
+    }
+
+    fn image(&self) -> Arc<RwLock<Image>> {
+        self.quorum.image()
+    }
+
+    /// The broker config with the cluster's dynamic overrides applied.
+    fn config(&self) -> BrokerConfig {
+        let mut c = self.config.read().clone();
+        c.dynamic_set = self.image().read().broker_configs.clone();
+        c
+    }
+
+    fn not_controller(&self) -> Response {
+        Response::NotController { leader: self.quorum.status().leader.map(|l| l as i32) }
+    }
+
+    /// Answers one request; only the leader decides, others point at it.
+    pub async fn handle(&self, req: Request) -> Response {
+        if let Request::FetchMetadata { from } = req {
+            return self.fetch_metadata(from).await;
+        }
+        if let Request::DescribeQuorum = req {
+            return if self.quorum.status().is_leader { Response::Quorum(self.quorum.info()) } else { self.not_controller() };
+        }
+        if !self.quorum.status().is_leader {
+            return self.not_controller();
+        }
+        let _turn = self.ops.lock().await;
+        let r = match req {
+            Request::Register { id, incarnation, host, port, rack, controller } => {
+                self.heartbeats.lock().insert(id, now_ms());
+                let rec = Record::RegisterBroker { id, incarnation, host, port, rack, controller };
+                self.quorum.propose(vec![rec]).await.map(|epoch| Response::Registered { epoch })
+            }
+            Request::Heartbeat { id, epoch, applied, shutting_down } => self.heartbeat(id, epoch, applied, shutting_down).await,
+            Request::CreateTopics { topics, validate_only } => self.create_topics(topics, validate_only).await,
+            Request::DeleteTopics { names } => self.delete_topics(names).await,
+            Request::CreatePartitions { name, count, assignments, validate_only } => {
+                self.create_partitions(&name, count, assignments, validate_only).await
+            }
+            Request::SetConfigs { target, configs } => self.set_configs(target, configs).await,
+            Request::AlterPartition { broker, epoch, topic_id, index, leader_epoch, partition_epoch, isr } => {
+                self.alter_partition(broker, epoch, topic_id, index, leader_epoch, partition_epoch, isr).await
+            }
+            Request::ElectLeaders { preferred, partitions } => self.elect_leaders(preferred, partitions).await,
+            Request::FetchMetadata { .. } | Request::DescribeQuorum => unreachable!("answered above"),
+        };
+        match r {
+            Ok(resp) => resp,
+            Err(Error::NotController) => self.not_controller(),
+            Err(e) => Response::Failed(e),
+        }
+    }
+
+    async fn heartbeat(&self, id: i32, epoch: u64, applied: u64, shutting_down: bool) -> Result<Response> {
+        let (registered, fenced) = {
+            let img = self.image();
+            let img = img.read();
+            match img.brokers.get(&id) {
+                Some(b) if b.epoch == epoch => (true, b.fenced),
+                _ => (false, true),
+            }
+        };
+        if !registered {
+            return Err(Error::StaleBrokerEpoch);
+        }
+        self.heartbeats.lock().insert(id, now_ms());
+        if shutting_down {
+            // Controlled shutdown: move leadership away first, then fence, in one batch.
+            let mut recs = self.broker_gone_changes(id);
+            if !fenced {
+                recs.push(Record::FenceBroker { id, epoch });
+            }
+            if !recs.is_empty() {
+                self.quorum.propose(recs).await?;
+                tracing::info!(broker = id, "controlled shutdown: leadership moved, broker fenced");
+            }
+            return Ok(Response::Heartbeat { fenced: true, shutdown_ready: true });
+        }
+        if fenced && applied >= epoch {
+            // The broker has caught up to its own registration: it may serve, and take
+            // back leadership of partitions that were waiting for it.
+            let mut recs = vec![Record::UnfenceBroker { id, epoch }];
+            recs.extend(self.broker_back_changes(id));
+            self.quorum.propose(recs).await?;
+            tracing::info!(broker = id, "broker unfenced");
+            return Ok(Response::Heartbeat { fenced: false, shutdown_ready: false });
+        }
+        Ok(Response::Heartbeat { fenced, shutdown_ready: false })
+    }
+
+    /// Partition changes for a broker that is going away (fenced or shutting down).
+    fn broker_gone_changes(&self, broker: i32) -> Vec<Record> {
+        let img = self.image();
+        let img = img.read();
+        let cfg = self.config();
+        let live = |b: i32| img.is_live(b);
+        let mut out = Vec::new();
+        for t in img.topics.values() {
+            let unclean_ok = unclean_allowed(&cfg, t);
+            for (i, p) in t.partitions.iter().enumerate() {
+                if let Some(c) = election::on_broker_gone(p, broker, &live, unclean_ok) {
+                    log_change(&t.name, i, p, &c);
+                    out.push(Record::PartitionChange { topic_id: t.id, index: i as i32, state: c.state, unclean: c.unclean });
+                }
+            }
+        }
+        out
+    }
+
+    /// Partition changes for a broker that came back: offline partitions it can lead.
+    fn broker_back_changes(&self, broker: i32) -> Vec<Record> {
+        let img = self.image();
+        let img = img.read();
+        let cfg = self.config();
+        let live = |b: i32| b == broker || img.is_live(b);
+        let mut out = Vec::new();
+        for t in img.topics.values() {
+            let unclean_ok = unclean_allowed(&cfg, t);
+            for (i, p) in t.partitions.iter().enumerate() {
+                if p.leader >= 0 || !p.replicas.contains(&broker) {
+                    continue;
+                }
+                if let Some(c) = election::elect(p, p.isr.clone(), &live, unclean_ok) {
+                    log_change(&t.name, i, p, &c);
+                    out.push(Record::PartitionChange { topic_id: t.id, index: i as i32, state: c.state, unclean: c.unclean });
+                }
+            }
+        }
+        out
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn alter_partition(
+        &self,
+        broker: i32,
+        epoch: u64,
+        topic_id: Uuid,
+        index: i32,
+        leader_epoch: i32,
+        partition_epoch: i32,
+        isr: Vec<i32>,
+    ) -> Result<Response> {
+        let change = {
+            let img = self.image();
+            let img = img.read();
+            if img.brokers.get(&broker).is_none_or(|b| b.epoch != epoch || b.fenced) {
+                return Err(Error::StaleBrokerEpoch);
+            }
+            let t = img.topic_by_id(topic_id).ok_or(Error::UnknownTopicOrPartition)?;
+            let cur = t.partitions.get(index as usize).ok_or(Error::UnknownTopicOrPartition)?;
+            if cur.leader != broker || cur.leader_epoch != leader_epoch {
+                return Err(Error::FencedLeaderEpoch(leader_epoch));
+            }
+            if cur.partition_epoch != partition_epoch {
+                return Err(Error::InvalidUpdateVersion);
+            }
+            if !isr.contains(&broker) || isr.iter().any(|b| !cur.replicas.contains(b)) {
+                return Err(Error::InvalidRequest(format!("ISR {isr:?} must hold the leader and only replicas")));
+            }
+            if let Some(b) = isr.iter().find(|b| !cur.isr.contains(b) && !img.is_live(**b)) {
+                return Err(Error::IneligibleReplica(format!("broker {b} is fenced")));
+            }
+            let mut next = cur.clone();
+            next.isr = isr;
+            next.partition_epoch += 1;
+            tracing::info!(topic = %t.name, partition = index, from = ?cur.isr, to = ?next.isr, "ISR changed");
+            next
+        };
+        let offset = self.quorum.propose(vec![Record::PartitionChange { topic_id, index, state: change.clone(), unclean: false }]).await?;
+        Ok(Response::Partition { state: change, offset })
+    }
+
+    async fn elect_leaders(&self, preferred: bool, which: Option<Vec<(String, i32)>>) -> Result<Response> {
+        let (recs, results) = {
+            let img = self.image();
+            let img = img.read();
+            let live = |b: i32| img.is_live(b);
+            let targets: Vec<(String, i32)> = match which {
+                Some(v) => v,
+                None => img.topics.values().flat_map(|t| (0..t.partitions.len() as i32).map(move |i| (t.name.clone(), i))).collect(),
+            };
+            let all = targets.len() > 1 && preferred;
+            let mut recs = Vec::new();
+            let mut results = Vec::new();
+            for (name, i) in targets {
+                let r = img.topics.get(&name).and_then(|t| Some((t, t.partitions.get(i as usize)?))).ok_or(Error::UnknownTopicOrPartition).and_then(
+                    |(t, p)| {
+                        let c = if preferred {
+                            election::preferred(p, &live)?
+                        } else if p.leader >= 0 {
+                            return Err(Error::ElectionNotNeeded);
+                        } else {
+                            election::elect(p, p.isr.clone(), &live, true).ok_or(Error::EligibleLeadersNotAvailable)?
+                        };
+                        log_change(&t.name, i as usize, p, &c);
+                        recs.push(Record::PartitionChange { topic_id: t.id, index: i, state: c.state, unclean: c.unclean });
+                        Ok(())
+                    },
+                );
+                // Asked for everything, Kafka reports only what it elected.
+                if !(all && r.is_err()) {
+                    results.push((name, i, r));
+                }
+            }
+            (recs, results)
+        };
+        let offset = if recs.is_empty() { self.image().read().offset } else { self.quorum.propose(recs).await? };
+        Ok(Response::Elected { results, offset })
+    }
+
+    /// The leader's periodic duties: fence silent brokers, rebalance leadership.
+    pub async fn tick(&self) {
+        if !self.quorum.status().is_leader {
+            self.heartbeats.lock().clear();
+            return;
+        }
+        let _turn = self.ops.lock().await;
+        if self.image().read().cluster_id.is_none() {
+            // The first active controller names the cluster; a later duplicate is ignored on apply.
+            let id = crate::metadata::new_cluster_id();
+            match self.quorum.propose(vec![Record::ClusterId { id: id.clone() }]).await {
+                Ok(_) => tracing::info!(cluster = %id, "new cluster"),
+                Err(e) => tracing::debug!(error = %e, "could not name the cluster yet"),
+            }
+            return;
+        }
+        let now = now_ms();
+        let cfg = self.config();
+        let timeout = cfg.get_i64("broker.session.timeout.ms");
+        let expired: Vec<(i32, u64)> = {
+            let img = self.image();
+            let img = img.read();
+            let mut hb = self.heartbeats.lock();
+            img.brokers
+                .values()
+                .filter(|b| !b.fenced)
+                // A new controller gives every broker a full session before judging it.
+                .filter(|b| now - *hb.entry(b.id).or_insert(now) > timeout)
+                .map(|b| (b.id, b.epoch))
+                .collect()
+        };
+        for (id, epoch) in expired {
+            let mut recs = vec![Record::FenceBroker { id, epoch }];
+            recs.extend(self.broker_gone_changes(id));
+            tracing::warn!(broker = id, timeout_ms = timeout, "broker missed its session timeout: fencing it");
+            if let Err(e) = self.quorum.propose(recs).await {
+                tracing::warn!(broker = id, error = %e, "could not fence broker");
+                return;
+            }
+        }
+        let interval = cfg.get_i64("leader.imbalance.check.interval.seconds").saturating_mul(1000);
+        if cfg.get_bool("auto.leader.rebalance.enable") && now - *self.last_rebalance.lock() >= interval {
+            *self.last_rebalance.lock() = now;
+            let recs = self.rebalance_changes(cfg.get_i64("leader.imbalance.per.broker.percentage"));
+            if !recs.is_empty() {
+                tracing::info!(partitions = recs.len(), "leader imbalance above threshold: electing preferred leaders");
+                let _ = self.quorum.propose(recs).await;
+            }
+        }
+    }
+
+    /// Preferred-leader elections for brokers whose imbalance ratio exceeds `percent`.
+    fn rebalance_changes(&self, percent: i64) -> Vec<Record> {
+        let img = self.image();
+        let img = img.read();
+        let live = |b: i32| img.is_live(b);
+        let mut preferred_count: HashMap<i32, (u32, u32)> = HashMap::new();
+        for t in img.topics.values() {
+            for p in &t.partitions {
+                if let Some(&pref) = p.replicas.first() {
+                    let e = preferred_count.entry(pref).or_default();
+                    e.0 += 1;
+                    if p.leader != pref {
+                        e.1 += 1;
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for t in img.topics.values() {
+            for (i, p) in t.partitions.iter().enumerate() {
+                let Some(&pref) = p.replicas.first() else { continue };
+                let (total, off) = preferred_count[&pref];
+                if (off as i64) * 100 <= percent * total as i64 {
+                    continue;
+                }
+                if let Ok(c) = election::preferred(p, &live) {
+                    out.push(Record::PartitionChange { topic_id: t.id, index: i as i32, state: c.state, unclean: false });
+                }
+            }
+        }
+        out
+    }
+
+    async fn fetch_metadata(&self, from: u64) -> Response {
+        // Long poll: wait briefly for something new, so followers learn changes at once.
+        let mut applied = self.quorum.applied();
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(500), applied.wait_for(|&a| a >= from)).await;
+        match self.quorum.store().committed_since(from, 512) {
+            Some(entries) => Response::Batches {
+                batches: entries
+                    .into_iter()
+                    .filter_map(|e| {
+                        let b = if e.data.is_empty() {
+                            crate::metadata::records::RecordBatch::new(vec![])
+                        } else {
+                            crate::metadata::records::RecordBatch::decode(&e.data).ok()?
+                        };
+                        Some((e.index, b))
+                    })
+                    .collect(),
+            },
+            None => Response::Snapshot { image: self.image().read().to_snapshot() },
+        }
+    }
+}
+
+fn unclean_allowed(cfg: &BrokerConfig, t: &crate::metadata::image::TopicImage) -> bool {
+    t.configs.get("unclean.leader.election.enable").map_or_else(|| cfg.get_bool("unclean.leader.election.enable"), |v| v == "true")
+}
+
+fn log_change(topic: &str, index: usize, before: &crate::metadata::records::PartitionState, c: &election::Change) {
+    if c.unclean {
+        tracing::warn!(
+            topic,
+            partition = index,
+            leader = c.state.leader,
+            epoch = c.state.leader_epoch,
+            "unclean leader election: the new leader was not in the ISR; records it lacks are lost"
+        );
+    } else if before.leader != c.state.leader {
+        tracing::info!(topic, partition = index, from = before.leader, to = c.state.leader, epoch = c.state.leader_epoch, "leader elected");
+    }
+}

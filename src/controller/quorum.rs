@@ -1,0 +1,238 @@
+//! One member of the metadata quorum: raft-rs's state machine, our durable log, and the
+//! metadata image the committed records build.
+//!
+//! [`QuorumNode`] does no networking and reads no clock: ticks, incoming messages and
+//! proposals come in as calls, and [`QuorumNode::process`] returns the messages to send.
+//! The async driver in `driver.rs` feeds it from sockets and a timer; the tests in
+//! `quorum_tests.rs` feed it from a simulated network.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use raft::eraftpb::{EntryType, Message};
+use raft::{RawNode, StateRole};
+
+use super::raft_store::RaftStore;
+use crate::metadata::image::Image;
+use crate::metadata::records::RecordBatch;
+
+/// Raft timing, in ticks.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub election_ticks: usize,
+    pub heartbeat_ticks: usize,
+}
+
+/// A committed batch applied to the image.
+#[derive(Debug)]
+pub struct Applied {
+    pub offset: u64,
+    /// The proposer's tag, so it can answer its caller.
+    pub context: Vec<u8>,
+}
+
+/// What one round of processing produced.
+#[derive(Debug, Default)]
+pub struct Output {
+    pub messages: Vec<Message>,
+    pub applied: Vec<Applied>,
+    /// The leader changed (or this node lost or won leadership).
+    pub leader_changed: bool,
+}
+
+/// Take a snapshot after this many applied entries.
+const SNAPSHOT_EVERY: u64 = 4096;
+
+/// A quorum member.
+pub struct QuorumNode {
+    pub id: u64,
+    raw: RawNode<RaftStore>,
+    store: RaftStore,
+    image: Arc<RwLock<Image>>,
+    last_leader: u64,
+}
+
+fn discard_logger() -> slog::Logger {
+    slog::Logger::root(slog::Discard, slog::o!())
+}
+
+impl QuorumNode {
+    /// Opens this node's log in `dir`; `voters` is the configured quorum.
+    pub fn open(dir: &Path, id: u64, voters: &[u64], timing: Timing) -> anyhow::Result<QuorumNode> {
+        let store = RaftStore::open(dir, voters)?;
+        let snap = store.snapshot_now();
+        let image = if snap.data.is_empty() { Image::default() } else { Image::from_snapshot(&snap.data).map_err(anyhow::Error::msg)? };
+        let cfg = raft::Config {
+            id,
+            election_tick: timing.election_ticks,
+            heartbeat_tick: timing.heartbeat_ticks,
+            applied: snap.get_metadata().index,
+            // A leader that cannot hear a majority steps down, so a minority never looks active.
+            check_quorum: true,
+            // A rejoining node does not disrupt a healthy leader with a higher term.
+            pre_vote: true,
+            max_size_per_msg: 1 << 20,
+            max_inflight_msgs: 256,
+            ..Default::default()
+        };
+        cfg.validate()?;
+        let raw = RawNode::new(&cfg, store.clone(), &discard_logger())?;
+        Ok(QuorumNode { id, raw, store, image: Arc::new(RwLock::new(image)), last_leader: 0 })
+    }
+
+    /// The image this node has applied (shared: readers take the lock briefly).
+    pub fn image(&self) -> Arc<RwLock<Image>> {
+        self.image.clone()
+    }
+
+    /// The log store (for serving committed entries to brokers).
+    pub fn store(&self) -> &RaftStore {
+        &self.store
+    }
+
+    /// Advances the logical clock by one tick.
+    pub fn tick(&mut self) {
+        self.raw.tick();
+    }
+
+    /// Starts an election now (a lone voter need not wait for its timeout).
+    pub fn campaign(&mut self) {
+        let _ = self.raw.campaign();
+    }
+
+    /// Delivers a message from a peer. Messages from unknown peers are ignored by raft.
+    pub fn step(&mut self, m: Message) {
+        let _ = self.raw.step(m);
+    }
+
+    /// Proposes a batch; fails unless this node is the leader.
+    pub fn propose(&mut self, context: Vec<u8>, batch: &RecordBatch) -> Result<(), crate::error::Error> {
+        if !self.is_leader() {
+            return Err(crate::error::Error::NotController);
+        }
+        self.raw.propose(context, batch.encode()).map_err(|_| crate::error::Error::NotController)
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.raw.raft.state == StateRole::Leader
+    }
+
+    /// The current leader's id, if known.
+    pub fn leader(&self) -> Option<u64> {
+        Some(self.raw.raft.leader_id).filter(|&l| l != 0)
+    }
+
+    pub fn term(&self) -> u64 {
+        self.raw.raft.term
+    }
+
+    pub fn commit_index(&self) -> u64 {
+        self.raw.raft.raft_log.committed
+    }
+
+    pub fn last_index(&self) -> u64 {
+        self.raw.raft.raft_log.last_index()
+    }
+
+    /// Each voter's replicated index, as the leader tracks it (empty on followers).
+    pub fn progress(&self) -> Vec<(u64, u64)> {
+        if !self.is_leader() {
+            return Vec::new();
+        }
+        let mut v: Vec<(u64, u64)> = self.raw.raft.prs().iter().map(|(id, p)| (*id, p.matched)).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The voters of the configuration.
+    pub fn voters(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.raw.raft.prs().conf().voters().ids().iter().collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Handles everything raft has ready: persists, applies, and returns what to send.
+    pub fn process(&mut self) -> anyhow::Result<Output> {
+        let mut out = Output::default();
+        if !self.raw.has_ready() {
+            return Ok(out);
+        }
+        let mut rd = self.raw.ready();
+        out.messages.extend(rd.take_messages());
+        if !rd.snapshot().is_empty() {
+            let snap = rd.snapshot().clone();
+            let image = Image::from_snapshot(&snap.data).map_err(anyhow::Error::msg)?;
+            self.store.apply_snapshot(snap)?;
+            *self.image.write() = image;
+        }
+        self.apply(rd.take_committed_entries(), &mut out)?;
+        self.store.append(rd.entries())?;
+        if let Some(hs) = rd.hs() {
+            self.store.set_hard_state(hs)?;
+        }
+        if rd.must_sync() || !rd.entries().is_empty() {
+            self.store.sync()?;
+        }
+        out.messages.extend(rd.take_persisted_messages());
+        let mut light = self.raw.advance(rd);
+        if let Some(commit) = light.commit_index() {
+            let mut hs = self.raw.raft.hard_state();
+            hs.commit = commit;
+            self.store.set_hard_state(&hs)?;
+        }
+        out.messages.extend(light.take_messages());
+        self.apply(light.take_committed_entries(), &mut out)?;
+        self.raw.advance_apply();
+        let leader = self.raw.raft.leader_id;
+        if leader != self.last_leader {
+            self.last_leader = leader;
+            out.leader_changed = true;
+        }
+        self.maybe_snapshot()?;
+        Ok(out)
+    }
+
+    fn apply(&mut self, entries: Vec<raft::eraftpb::Entry>, out: &mut Output) -> anyhow::Result<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut image = self.image.write();
+        for e in entries {
+            if e.get_entry_type() != EntryType::EntryNormal || e.data.is_empty() {
+                image.offset = image.offset.max(e.index);
+                continue;
+            }
+            match RecordBatch::decode(&e.data) {
+                Ok(batch) => {
+                    for r in &batch.records {
+                        image.apply(e.index, r);
+                    }
+                }
+                // A batch from a newer build: applying part of the log would be worse than stopping.
+                Err(msg) => anyhow::bail!("metadata log entry {}: {msg}", e.index),
+            }
+            image.offset = image.offset.max(e.index);
+            out.applied.push(Applied { offset: e.index, context: e.context.to_vec() });
+        }
+        Ok(())
+    }
+
+    fn maybe_snapshot(&mut self) -> anyhow::Result<()> {
+        let applied = self.raw.raft.raft_log.applied;
+        let snap_index = self.store.snapshot_now().get_metadata().index;
+        if applied >= snap_index + SNAPSHOT_EVERY {
+            let bytes = self.image.read().to_snapshot();
+            self.store.compact(applied, bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Forces a snapshot at the applied index (tests use it to exercise the snapshot path).
+    pub fn snapshot_now(&mut self) -> anyhow::Result<()> {
+        let applied = self.raw.raft.raft_log.applied;
+        let bytes = self.image.read().to_snapshot();
+        self.store.compact(applied, bytes)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,80 @@
+//! Requests brokers send to the active controller, over the controller listener.
+//!
+//! These are internal (JSON in length-prefixed frames), not Kafka APIs: clients never
+//! see them. A broker's Kafka handlers translate client requests into these.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::error::Error;
+use crate::metadata::image::TopicImage;
+use crate::metadata::records::{PartitionState, RecordBatch};
+
+/// What a CreateTopics entry asks for, before defaults are applied.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CreateRequest {
+    pub name: String,
+    /// -1 takes `num.partitions`.
+    pub partitions: i32,
+    /// -1 takes `default.replication.factor`.
+    pub replication_factor: i16,
+    /// Manual assignment: partition index → broker ids.
+    pub assignments: Vec<(i32, Vec<i32>)>,
+    pub configs: BTreeMap<String, String>,
+}
+
+/// Which configs an AlterConfigs changes: a topic's or the cluster-wide broker defaults.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ConfigTarget {
+    Topic(String),
+    Broker,
+}
+
+/// A request to the controller.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Request {
+    Register { id: i32, incarnation: Uuid, host: String, port: i32, rack: Option<String>, controller: bool },
+    Heartbeat { id: i32, epoch: u64, applied: u64, shutting_down: bool },
+    CreateTopics { topics: Vec<CreateRequest>, validate_only: bool },
+    DeleteTopics { names: Vec<String> },
+    CreatePartitions { name: String, count: i32, assignments: Option<Vec<Vec<i32>>>, validate_only: bool },
+    /// Replaces the whole set of overrides of the target with `configs`.
+    SetConfigs { target: ConfigTarget, configs: BTreeMap<String, String> },
+    AlterPartition { broker: i32, epoch: u64, topic_id: Uuid, index: i32, leader_epoch: i32, partition_epoch: i32, isr: Vec<i32> },
+    /// `None` partitions means all; `preferred` false means unclean.
+    ElectLeaders { preferred: bool, partitions: Option<Vec<(String, i32)>> },
+    DescribeQuorum,
+    /// Committed metadata from offset `from` on (for nodes that don't vote).
+    FetchMetadata { from: u64 },
+}
+
+/// The quorum as DescribeQuorum reports it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct QuorumInfo {
+    pub leader: i32,
+    pub term: u64,
+    pub high_watermark: u64,
+    /// (voter id, log end offset the leader knows it has).
+    pub voters: Vec<(i32, u64)>,
+}
+
+/// The controller's answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Response {
+    /// Done; the change is in the metadata log at `offset`.
+    Done { offset: u64 },
+    Failed(Error),
+    /// Not the active controller; here's who is, if known.
+    NotController { leader: Option<i32> },
+    Registered { epoch: u64 },
+    Heartbeat { fenced: bool, shutdown_ready: bool },
+    Topics { results: Vec<Result<TopicImage, Error>>, offset: u64 },
+    Each { results: Vec<Result<(), Error>>, offset: u64 },
+    Partition { state: PartitionState, offset: u64 },
+    Elected { results: Vec<(String, i32, Result<(), Error>)>, offset: u64 },
+    Quorum(QuorumInfo),
+    Batches { batches: Vec<(u64, RecordBatch)> },
+    Snapshot { image: Vec<u8> },
+}

@@ -1,0 +1,151 @@
+//! `sluice dev-cluster`: a local multi-node cluster of separate processes, for trying
+//! replication and failover on one machine.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What `dev-cluster` was asked for.
+pub struct Spec {
+    pub brokers: u16,
+    pub base_port: u16,
+    pub data_dir: PathBuf,
+    pub host: String,
+    /// Extra `--set KEY=VALUE` passed to every node.
+    pub set: Vec<String>,
+}
+
+impl Spec {
+    /// Client port of node `i` (1-based).
+    fn client_port(&self, i: u16) -> u16 {
+        self.base_port + i - 1
+    }
+    /// Controller port of node `i`: a hundred above its client port.
+    fn controller_port(&self, i: u16) -> u16 {
+        self.base_port + 100 + i - 1
+    }
+
+    fn node_command(&self, exe: &Path, i: u16, voters: &str) -> Command {
+        let mut c = Command::new(exe);
+        let listen = format!("{}:{}", self.host, self.client_port(i));
+        c.arg("serve")
+            .args(["--node-id", &i.to_string(), "--listen", &listen, "--advertise", &listen])
+            .arg("--data-dir")
+            .arg(self.data_dir.join(format!("node-{i}")))
+            .args(["--set", &format!("controller.quorum.voters={voters}")]);
+        // Three copies (or as many as there are nodes) unless told otherwise, as a
+        // replicated cluster is what this command is for.
+        let rf = self.brokers.min(3);
+        for (k, v) in [("default.replication.factor", rf.to_string()), ("offsets.topic.replication.factor", rf.to_string())] {
+            if !self.set.iter().any(|s| s.starts_with(&format!("{k}="))) {
+                c.args(["--set", &format!("{k}={v}")]);
+            }
+        }
+        for s in &self.set {
+            c.args(["--set", s]);
+        }
+        c
+    }
+}
+
+/// Starts every node, prints where they are, and stops them all on SIGINT or SIGTERM.
+pub fn run(spec: Spec) -> anyhow::Result<()> {
+    anyhow::ensure!(spec.brokers >= 1, "--brokers must be at least 1");
+    let exe = std::env::current_exe()?;
+    let voters: Vec<String> = (1..=spec.brokers).map(|i| format!("{i}@{}:{}", spec.host, spec.controller_port(i))).collect();
+    let voters = voters.join(",");
+    let mut children: Vec<(u16, Child, PathBuf)> = Vec::new();
+    for i in 1..=spec.brokers {
+        let dir = spec.data_dir.join(format!("node-{i}"));
+        std::fs::create_dir_all(&dir)?;
+        let log_path = dir.join("sluice.log");
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path)?;
+        let child = spec
+            .node_command(&exe, i, &voters)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()?;
+        children.push((i, child, log_path));
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let started = wait_ready(&mut children, deadline);
+    if let Err(e) = started {
+        let mut kids: Vec<&mut Child> = children.iter_mut().map(|(_, c, _)| c).collect();
+        stop_all(&mut kids);
+        return Err(e);
+    }
+    let bootstrap: Vec<String> = (1..=spec.brokers).map(|i| format!("{}:{}", spec.host, spec.client_port(i))).collect();
+    println!("bootstrap servers: {}", bootstrap.join(","));
+    for (i, child, _) in &children {
+        println!("node {i} pid {} listening {}:{}", child.id(), spec.host, spec.client_port(*i));
+    }
+    println!("logs: {}/node-<id>/sluice.log; Ctrl-C stops the cluster", spec.data_dir.display());
+    wait_for_signal(&mut children);
+    let mut kids: Vec<&mut Child> = children.iter_mut().map(|(_, c, _)| c).collect();
+    stop_all(&mut kids);
+    Ok(())
+}
+
+fn wait_ready(children: &mut [(u16, Child, PathBuf)], deadline: Instant) -> anyhow::Result<()> {
+    for (i, child, log) in children.iter_mut() {
+        while !ready(log) {
+            if let Some(status) = child.try_wait()? {
+                anyhow::bail!("node {i} exited during startup ({status}); see {}", log.display());
+            }
+            if Instant::now() > deadline {
+                anyhow::bail!("node {i} not ready after 60 s; see {}", log.display());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    Ok(())
+}
+
+fn ready(log: &Path) -> bool {
+    std::fs::File::open(log).map(|f| BufReader::new(f).lines().map_while(Result::ok).any(|l| l.contains("sluice ready:"))).unwrap_or(false)
+}
+
+/// Blocks until SIGINT or SIGTERM, reporting nodes that exit meanwhile.
+fn wait_for_signal(children: &mut [(u16, Child, PathBuf)]) {
+    static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    extern "C" fn on_signal(_: libc::c_int) {
+        STOP.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    let mut reported = vec![false; children.len()];
+    while !STOP.load(std::sync::atomic::Ordering::SeqCst) {
+        for (k, (i, child, _)) in children.iter_mut().enumerate() {
+            if !reported[k] {
+                if let Ok(Some(status)) = child.try_wait() {
+                    println!("node {i} exited ({status})");
+                    reported[k] = true;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// SIGTERM to every node, then SIGKILL to any still running after 15 s.
+fn stop_all(children: &mut [&mut Child]) {
+    for c in children.iter_mut() {
+        // SAFETY: kill(2) on a child's pid that we have not reaped yet.
+        unsafe {
+            libc::kill(c.id() as libc::pid_t, libc::SIGTERM);
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    for c in children.iter_mut() {
+        while matches!(c.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}

@@ -1,0 +1,269 @@
+//! The metadata image: what every node knows of the cluster, built by applying records.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::records::{PartitionState, Record};
+
+/// A registered broker.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BrokerInfo {
+    pub id: i32,
+    /// The log offset of its registration: a restarted broker gets a new epoch.
+    pub epoch: u64,
+    pub incarnation: Uuid,
+    pub host: String,
+    pub port: i32,
+    pub rack: Option<String>,
+    pub fenced: bool,
+    /// Does this node also vote in the controller quorum?
+    pub controller: bool,
+}
+
+/// A topic and its partitions.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TopicImage {
+    pub name: String,
+    pub id: Uuid,
+    pub configs: BTreeMap<String, String>,
+    pub partitions: Vec<PartitionState>,
+}
+
+/// The whole image. `offset` is the last log offset applied.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Image {
+    pub offset: u64,
+    pub cluster_id: Option<String>,
+    pub brokers: BTreeMap<i32, BrokerInfo>,
+    pub topics: BTreeMap<String, TopicImage>,
+    pub broker_configs: BTreeMap<String, String>,
+    /// Unclean elections applied, for the operator to see.
+    pub unclean_elections: u64,
+}
+
+impl Image {
+    /// Applies one committed record at `offset`. Records that name something no longer
+    /// there are ignored: a later record may have removed it, and replay must not fail.
+    pub fn apply(&mut self, offset: u64, rec: &Record) {
+        self.offset = self.offset.max(offset);
+        match rec {
+            Record::ClusterId { id } => {
+                if self.cluster_id.is_none() {
+                    self.cluster_id = Some(id.clone());
+                }
+            }
+            Record::RegisterBroker { id, incarnation, host, port, rack, controller } => {
+                self.brokers.insert(
+                    *id,
+                    BrokerInfo {
+                        id: *id,
+                        epoch: offset,
+                        incarnation: *incarnation,
+                        host: host.clone(),
+                        port: *port,
+                        rack: rack.clone(),
+                        fenced: true,
+                        controller: *controller,
+                    },
+                );
+            }
+            Record::FenceBroker { id, epoch } | Record::UnfenceBroker { id, epoch } => {
+                if let Some(b) = self.brokers.get_mut(id).filter(|b| b.epoch == *epoch) {
+                    b.fenced = matches!(rec, Record::FenceBroker { .. });
+                }
+            }
+            Record::Topic { name, id, configs } => {
+                self.topics.insert(name.clone(), TopicImage { name: name.clone(), id: *id, configs: configs.clone(), partitions: Vec::new() });
+            }
+            Record::Partition { topic_id, index, state } | Record::PartitionChange { topic_id, index, state, .. } => {
+                if let Some(t) = self.topic_by_id_mut(*topic_id) {
+                    let i = *index as usize;
+                    if i < t.partitions.len() {
+                        t.partitions[i] = state.clone();
+                    } else if i == t.partitions.len() {
+                        t.partitions.push(state.clone());
+                    }
+                }
+                if matches!(rec, Record::PartitionChange { unclean: true, .. }) {
+                    self.unclean_elections += 1;
+                }
+            }
+            Record::RemoveTopic { id } => self.topics.retain(|_, t| t.id != *id),
+            Record::TopicConfig { id, key, value } => {
+                if let Some(t) = self.topic_by_id_mut(*id) {
+                    match value {
+                        Some(v) => t.configs.insert(key.clone(), v.clone()),
+                        None => t.configs.remove(key),
+                    };
+                }
+            }
+            Record::BrokerConfig { key, value } => {
+                match value {
+                    Some(v) => self.broker_configs.insert(key.clone(), v.clone()),
+                    None => self.broker_configs.remove(key),
+                };
+            }
+        }
+    }
+
+    fn topic_by_id_mut(&mut self, id: Uuid) -> Option<&mut TopicImage> {
+        self.topics.values_mut().find(|t| t.id == id)
+    }
+
+    /// A topic by id.
+    pub fn topic_by_id(&self, id: Uuid) -> Option<&TopicImage> {
+        self.topics.values().find(|t| t.id == id)
+    }
+
+    /// Registered, unfenced brokers, by id.
+    pub fn live_brokers(&self) -> Vec<&BrokerInfo> {
+        self.brokers.values().filter(|b| !b.fenced).collect()
+    }
+
+    /// Is this broker registered and unfenced?
+    pub fn is_live(&self, id: i32) -> bool {
+        self.brokers.get(&id).is_some_and(|b| !b.fenced)
+    }
+
+    /// Snapshot bytes: the image as JSON.
+    pub fn to_snapshot(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("images always serialize")
+    }
+
+    /// An image from snapshot bytes.
+    pub fn from_snapshot(bytes: &[u8]) -> Result<Image, String> {
+        serde_json::from_slice(bytes).map_err(|e| format!("bad metadata snapshot: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::records::RecordBatch;
+
+    /// A deterministic pseudo-random stream (xorshift), so failures replay exactly.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n.max(1)
+        }
+    }
+
+    /// A plausible metadata log: brokers come and go, topics are created, changed, removed.
+    fn random_log(seed: u64, len: usize) -> Vec<RecordBatch> {
+        let mut rng = Rng(seed | 1);
+        let mut topics: Vec<Uuid> = Vec::new();
+        let mut out = vec![RecordBatch::new(vec![Record::ClusterId { id: format!("c{seed}") }])];
+        for i in 0..len {
+            let broker = rng.below(5) as i32;
+            let rec = match rng.below(9) {
+                0 => Record::RegisterBroker {
+                    id: broker,
+                    incarnation: Uuid::from_u64_pair(seed, i as u64),
+                    host: "127.0.0.1".into(),
+                    port: 9000 + broker,
+                    rack: (broker % 2 == 0).then(|| format!("r{}", broker % 3)),
+                    controller: broker < 3,
+                },
+                // Epochs are offsets: guess one near the present, as real records would name.
+                1 => Record::FenceBroker { id: broker, epoch: rng.below(i as u64 + 2) },
+                2 => Record::UnfenceBroker { id: broker, epoch: rng.below(i as u64 + 2) },
+                3 => {
+                    let id = Uuid::from_u64_pair(seed, 1_000_000 + i as u64);
+                    topics.push(id);
+                    Record::Topic { name: format!("t{}", rng.below(20)), id, configs: BTreeMap::new() }
+                }
+                4 | 5 if !topics.is_empty() => {
+                    let topic_id = topics[rng.below(topics.len() as u64) as usize];
+                    let state = PartitionState {
+                        replicas: vec![broker, (broker + 1) % 5],
+                        isr: vec![broker],
+                        leader: broker,
+                        leader_epoch: i as i32,
+                        partition_epoch: i as i32,
+                    };
+                    let index = rng.below(4) as i32;
+                    if rng.below(2) == 0 {
+                        Record::Partition { topic_id, index, state }
+                    } else {
+                        Record::PartitionChange { topic_id, index, state, unclean: rng.below(5) == 0 }
+                    }
+                }
+                6 if !topics.is_empty() => Record::RemoveTopic { id: topics[rng.below(topics.len() as u64) as usize] },
+                7 if !topics.is_empty() => Record::TopicConfig {
+                    id: topics[rng.below(topics.len() as u64) as usize],
+                    key: "retention.ms".into(),
+                    value: (rng.below(3) > 0).then(|| rng.below(100_000).to_string()),
+                },
+                7 => Record::BrokerConfig { key: "log.retention.ms".into(), value: Some(i.to_string()) },
+                _ => Record::UnfenceBroker { id: broker, epoch: i as u64 },
+            };
+            out.push(RecordBatch::new(vec![rec]));
+        }
+        out
+    }
+
+    fn replay(image: &mut Image, log: &[RecordBatch], first_offset: u64) {
+        for (i, batch) in log.iter().enumerate() {
+            for r in &batch.records {
+                image.apply(first_offset + i as u64, r);
+            }
+        }
+    }
+
+    #[test]
+    fn snapshot_plus_tail_equals_full_replay() {
+        for seed in 1..200u64 {
+            let log = random_log(seed, 300);
+            let mut full = Image::default();
+            replay(&mut full, &log, 1);
+            for cut in [0usize, 1, 57, 150, 299, log.len()] {
+                let mut head = Image::default();
+                replay(&mut head, &log[..cut], 1);
+                // Through the snapshot's byte form, as a restarted or lagging node gets it.
+                let mut restored = Image::from_snapshot(&head.to_snapshot()).unwrap();
+                replay(&mut restored, &log[cut..], 1 + cut as u64);
+                assert_eq!(restored, full, "seed {seed}, snapshot after {cut} batches");
+            }
+        }
+    }
+
+    #[test]
+    fn batches_round_trip_and_refuse_newer_versions() {
+        for batch in random_log(7, 50) {
+            assert_eq!(RecordBatch::decode(&batch.encode()).unwrap(), batch);
+        }
+        let mut newer = RecordBatch::new(vec![]);
+        newer.v = 99;
+        assert!(RecordBatch::decode(&newer.encode()).unwrap_err().contains("newer"));
+    }
+
+    #[test]
+    fn fencing_names_an_epoch() {
+        let mut img = Image::default();
+        let reg = Record::RegisterBroker {
+            id: 1,
+            incarnation: Uuid::nil(),
+            host: "h".into(),
+            port: 1,
+            rack: None,
+            controller: true,
+        };
+        img.apply(5, &reg);
+        assert!(!img.is_live(1), "a new registration starts fenced");
+        img.apply(6, &Record::UnfenceBroker { id: 1, epoch: 4 });
+        assert!(!img.is_live(1), "an unfence for an older registration does nothing");
+        img.apply(7, &Record::UnfenceBroker { id: 1, epoch: 5 });
+        assert!(img.is_live(1));
+        img.apply(8, &Record::FenceBroker { id: 1, epoch: 5 });
+        assert!(!img.is_live(1));
+    }
+}
