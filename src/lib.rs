@@ -13,4 +13,5 @@ pub mod log;
 pub mod metadata;
 pub mod net;
 pub mod partition;
+pub mod replication;
 pub mod txn;

@@ -8,7 +8,7 @@
 //! a test checks it byte for byte against the `kafka-protocol` encoder.
 
 use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::fetch_response::{AbortedTransaction, FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::fetch_response::{self, AbortedTransaction, FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::*;
 
 use super::{Chunk, Ctx};
@@ -27,6 +27,8 @@ struct PartResult {
     /// (producer id, first offset); None unless read_committed.
     aborted: Option<Vec<(i64, i64)>>,
     slice: Option<FileSlice>,
+    /// (epoch, end offset) when the fetcher's last epoch is not in this log as it says.
+    diverging: Option<(i32, i64)>,
 }
 
 struct TopicResult {
@@ -35,9 +37,20 @@ struct TopicResult {
     parts: Vec<PartResult>,
 }
 
+/// The follower's id if a replica sent this fetch, else -1 (a consumer).
+fn replica_of(version: i16, req: &FetchRequest) -> i32 {
+    if version >= 15 {
+        req.replica_state.replica_id.0
+    } else {
+        req.replica_id.0
+    }
+}
+
 /// One pass over the requested partitions. Returns the results and the bytes found.
 fn read_all(ctx: &Ctx<'_>, req: &FetchRequest) -> (Vec<TopicResult>, usize, bool) {
     let broker = ctx.broker;
+    let replica = replica_of(ctx.version, req);
+    let now = crate::broker::now_ms();
     let committed = req.isolation_level == READ_COMMITTED;
     let mut remaining = req.max_bytes.max(0) as usize;
     let mut min_one = true;
@@ -52,9 +65,28 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest) -> (Vec<TopicResult>, usize, bool
         };
         let mut parts = Vec::with_capacity(ft.partitions.len());
         for fp in &ft.partitions {
+            let mut diverging = None;
             let result = topic.as_ref().map_err(Clone::clone).and_then(|t| {
                 let p = t.get(fp.partition)?;
                 let max = (fp.partition_max_bytes.max(0) as usize).min(remaining);
+                if ctx.version >= 12 && fp.last_fetched_epoch >= 0 {
+                    // The fetcher's log ends in an epoch: if ours ends that epoch sooner (or
+                    // never had it), its tail diverges and it must truncate first.
+                    let (epoch, end) = p.end_offset_for_epoch(fp.last_fetched_epoch);
+                    // An epoch older than anything here: all of the fetcher's log is suspect.
+                    let end = if epoch < 0 { p.fetch_position().2 } else { end };
+                    if p.is_leader() && (epoch != fp.last_fetched_epoch || end < fp.fetch_offset) {
+                        diverging = Some((epoch, end));
+                        return p.fetch_slice_for_follower(fp.fetch_offset, 0, false, fp.current_leader_epoch);
+                    }
+                }
+                if replica >= 0 {
+                    let d = p.fetch_slice_for_follower(fp.fetch_offset, max, min_one, fp.current_leader_epoch)?;
+                    if let Some(change) = p.follower_fetched(replica, fp.fetch_offset, now) {
+                        broker.request_isr_change(p.clone(), change);
+                    }
+                    return Ok(d);
+                }
                 p.fetch_slice(fp.fetch_offset, max, min_one, fp.current_leader_epoch, committed)
             });
             parts.push(match result {
@@ -72,6 +104,7 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest) -> (Vec<TopicResult>, usize, bool
                         log_start_offset: d.log_start_offset,
                         aborted: committed.then(|| d.aborted.iter().map(|a| (a.producer_id, a.first)).collect()),
                         slice: d.slice,
+                        diverging,
                     }
                 }
                 Err(e) => {
@@ -84,6 +117,7 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest) -> (Vec<TopicResult>, usize, bool
                         log_start_offset: -1,
                         aborted: committed.then(Vec::new),
                         slice: None,
+                        diverging: None,
                     }
                 }
             });
@@ -145,6 +179,11 @@ fn to_response(topics: Vec<TopicResult>) -> FetchResponse {
                                 .collect()
                         }))
                         .with_records(Some(records))
+                        .with_diverging_epoch(
+                            p.diverging
+                                .map(|(epoch, end)| fetch_response::EpochEndOffset::default().with_epoch(epoch).with_end_offset(end))
+                                .unwrap_or_default(),
+                        )
                 })
                 .collect();
             FetchableTopicResponse::default().with_topic(t.name).with_topic_id(t.id).with_partitions(partitions)
@@ -249,7 +288,18 @@ fn encode_frame(version: i16, correlation_id: i32, result: Result<Vec<TopicResul
                 e.buf.put_i32(-1); // preferred read replica
             }
             e.records(p.slice);
-            e.tags();
+            match (version >= 12, p.diverging) {
+                (true, Some((epoch, end))) => {
+                    // One tagged field: DivergingEpoch (tag 0), itself epoch, end offset, no tags.
+                    e.uvarint(1);
+                    e.uvarint(0);
+                    e.uvarint(13);
+                    e.buf.put_i32(epoch);
+                    e.buf.put_i64(end);
+                    e.uvarint(0);
+                }
+                _ => e.tags(),
+            }
         }
         e.tags();
     }
@@ -287,6 +337,7 @@ mod tests {
             log_start_offset: 1,
             aborted,
             slice,
+            diverging: (index == 1).then_some((3, 42)),
         };
         vec![TopicResult {
             name: kafka_protocol::protocol::StrBytes::from_static_str("topic").into(),

@@ -13,13 +13,16 @@ pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceRespons
     let now = now_ms();
     let mut appended = false;
     let mut responses = Vec::with_capacity(req.topic_data.len());
-    for td in req.topic_data {
+    // acks=all: (topic index, partition index, partition, last offset) to wait for.
+    let mut waits = Vec::new();
+    for (ti, td) in req.topic_data.into_iter().enumerate() {
         let topic =
             if ctx.version >= 13 { broker.topic_by_id(td.topic_id).ok_or(Error::UnknownTopicId) } else { broker.auto_create(&td.name.0) };
         let partition_responses = td
             .partition_data
             .into_iter()
-            .map(|pd| {
+            .enumerate()
+            .map(|(pi, pd)| {
                 let result = if !matches!(acks, -1 | 0 | 1) {
                     Err(Error::InvalidRequiredAcks(acks))
                 } else {
@@ -36,7 +39,11 @@ pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceRespons
                                 }
                             }
                         }
-                        p.append(records, acks, now)
+                        let info = p.append(records, acks, now)?;
+                        if acks == -1 {
+                            waits.push((ti, pi, p.clone(), info.last_offset));
+                        }
+                        Ok(info)
                     })
                 };
                 let r = PartitionProduceResponse::default().with_index(pd.index);
@@ -82,6 +89,21 @@ pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceRespons
     }
     if appended {
         broker.appended.notify_waiters();
+    }
+    // The delayed part of acks=all: every wait shares the request's deadline.
+    let timeout = std::time::Duration::from_millis(req.timeout_ms.max(0) as u64);
+    let deadline = tokio::time::Instant::now() + timeout;
+    for (ti, pi, p, last) in waits {
+        let min_isr = p.with_state(|s| s.append_config.min_insync_replicas).max(1) as usize;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if let Err(e) = p.wait_replicated(last, min_isr, left).await {
+            let r = &mut responses[ti].partition_responses[pi];
+            r.error_code = e.code();
+            r.base_offset = -1;
+            if ctx.version >= 8 {
+                r.error_message = Some(sb(e.message()));
+            }
+        }
     }
     if acks == 0 {
         return None;

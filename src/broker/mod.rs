@@ -85,6 +85,8 @@ pub struct Broker {
     pub groups: Coordinator,
     /// The transaction coordinator.
     pub txns: crate::txn::coordinator::TxnCoordinator,
+    /// Replica fetchers and pending ISR changes.
+    pub replication: crate::replication::Replication,
 }
 
 /// Marker file written by a clean shutdown: its absence means the logs need recovery.
@@ -135,6 +137,7 @@ impl Broker {
             config: RwLock::new(config),
             topics: RwLock::new(HashMap::new()),
             reconciling: Mutex::new(()),
+            replication: Default::default(),
             appended: Notify::new(),
         };
         broker.reconcile(clean);
@@ -193,6 +196,7 @@ impl Broker {
                 _ = group_tick.tick() => {
                     self.groups.tick(&self);
                     self.txns.tick(&self);
+                    self.shrink_lagging_isrs(now_ms());
                     continue;
                 }
                 _ = shutdown.changed() => return,

@@ -43,6 +43,7 @@ impl Broker {
         for p in gone {
             self.remove_partition_files(&p.topic, p.index, p.topic_id);
         }
+        self.update_fetchers();
     }
 
     fn reconcile_topic(&self, t: &TopicImage, old: Option<&Topic>, me: i32, clean: bool) -> Topic {

@@ -3,6 +3,7 @@
 pub mod batch;
 pub mod cleaner;
 pub mod compression;
+pub mod epochs;
 pub mod index;
 pub mod records;
 pub mod segment;
@@ -433,6 +434,52 @@ impl Log {
             deleted += 1;
         }
         Ok(deleted)
+    }
+
+    /// Removes every batch from the one holding `offset` on (a batch straddling `offset`
+    /// goes whole: only the leader's copy of it is right). Returns the new log end offset.
+    pub fn truncate_to(&mut self, offset: i64, now_ms: i64) -> Result<i64> {
+        if offset >= self.log_end_offset() {
+            return Ok(self.log_end_offset());
+        }
+        if offset <= self.log_start_offset {
+            self.reset_to(offset.max(self.log_start_offset), now_ms)?;
+            return Ok(self.log_end_offset());
+        }
+        let mut point = offset;
+        if let Some(seg) = self.segments.range(..=offset).next_back().map(|(_, s)| s) {
+            if let Some((_, h)) = seg.find_batch(offset)? {
+                point = point.min(h.base_offset);
+            }
+        }
+        let doomed: Vec<i64> = self.segments.range(point..).map(|(b, _)| *b).collect();
+        for b in doomed {
+            self.segments.remove(&b).expect("present").delete()?;
+        }
+        if self.segments.is_empty() {
+            let mut seg = segment::Segment::create(&self.dir, point, now_ms)?;
+            seg.index_interval = self.config.index_interval_bytes;
+            self.segments.insert(point, seg);
+        } else {
+            self.active_mut().truncate_to(point)?;
+        }
+        debug_assert_eq!(self.log_end_offset(), point);
+        Ok(self.log_end_offset())
+    }
+
+    /// Empties the log and restarts it at `offset` (a follower too far behind its leader).
+    pub fn reset_to(&mut self, offset: i64, now_ms: i64) -> Result<()> {
+        for (_, seg) in std::mem::take(&mut self.segments) {
+            seg.delete()?;
+        }
+        let mut seg = segment::Segment::create(&self.dir, offset, now_ms)?;
+        seg.index_interval = self.config.index_interval_bytes;
+        self.segments.insert(offset, seg);
+        self.log_start_offset = offset;
+        let tmp = self.dir.join(format!("{LOG_START_FILE}.tmp"));
+        std::fs::write(&tmp, offset.to_string())?;
+        std::fs::rename(&tmp, self.dir.join(LOG_START_FILE))?;
+        Ok(())
     }
 
     /// Moves the log start offset forward and remembers it across restarts.

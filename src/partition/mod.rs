@@ -1,9 +1,13 @@
 //! The replica state of one partition this broker hosts: its log, the leader epoch,
-//! the high watermark and the producers' idempotence state.
-//!
-//! Sluice is single-broker for now, so every partition is led here and its ISR is
-//! just this broker: the high watermark follows the log end offset as soon as a
-//! batch is written.
+//! the high watermark and the producers' idempotence state. `replica.rs` holds what
+//! replication adds: followers' progress on the leader, the follower's own appends
+//! and truncation.
+
+mod replica;
+#[cfg(test)]
+mod replica_tests;
+
+pub use replica::{IsrChange, ReplicaSet};
 
 use std::path::Path;
 
@@ -45,6 +49,8 @@ impl Default for AppendConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AppendInfo {
     pub base_offset: i64,
+    /// The batch's last offset (for a duplicate, the original's base offset).
+    pub last_offset: i64,
     /// The broker's time when the topic uses LogAppendTime, else -1.
     pub log_append_time: i64,
     pub log_start_offset: i64,
@@ -84,34 +90,10 @@ pub struct State {
     snapshot_offset: i64,
     /// Who leads and who is in sync, as the controller last said.
     pub replicas: ReplicaSet,
-}
-
-/// The controller's assignment of a partition, seen from this broker.
-#[derive(Debug, Clone, Default)]
-pub struct ReplicaSet {
-    pub me: i32,
-    /// -1 when the partition has no leader.
-    pub leader: i32,
-    pub replicas: Vec<i32>,
-    pub isr: Vec<i32>,
-    pub partition_epoch: i32,
-}
-
-impl ReplicaSet {
-    pub fn is_leader(&self) -> bool {
-        self.leader >= 0 && self.leader == self.me
-    }
-
-    /// Clients may only produce to and fetch from the leader.
-    pub fn check_leader(&self) -> Result<()> {
-        if self.is_leader() {
-            Ok(())
-        } else if self.leader < 0 {
-            Err(Error::LeaderNotAvailable)
-        } else {
-            Err(Error::NotLeaderOrFollower)
-        }
-    }
+    /// Where each leader epoch starts in this log.
+    pub epochs: crate::log::epochs::EpochCache,
+    /// On the leader: each follower's progress.
+    followers: std::collections::HashMap<i32, replica::Follower>,
 }
 
 impl State {
@@ -142,6 +124,8 @@ pub struct Partition {
     pub index: i32,
     pub topic_id: Uuid,
     state: Mutex<State>,
+    /// Woken whenever the high watermark moves or leadership changes (acks=all waits on it).
+    hw_moved: tokio::sync::Notify,
 }
 
 /// File with the producer state snapshot, in the partition directory.
@@ -151,6 +135,25 @@ const PRODUCER_SNAPSHOT: &str = "producer-state.json";
 struct Snapshot {
     offset: i64,
     states: ProducerStates,
+}
+
+/// Producer state as of the log end: from a snapshot if one fits, then replaying the
+/// batches after it. Returns the state, where replay began, and aborted transactions seen.
+fn load_producers(log: &Log, snapshot: Option<Snapshot>) -> Result<(ProducerStates, i64, Vec<Aborted>)> {
+    let leo = log.log_end_offset();
+    let (mut producers, from) = match snapshot {
+        Some(s) if s.offset <= leo && s.offset >= log.log_start_offset() => (s.states, s.offset),
+        _ => (ProducerStates::default(), log.log_start_offset()),
+    };
+    let mut replayed = Vec::new();
+    for h in log.headers_from(from)? {
+        if h.base_offset >= from {
+            let abort = h.is_control()
+                && log.read(h.base_offset, leo, 1 << 16, true).ok().and_then(|r| markers::marker_type(&r.bytes)) == Some(false);
+            replayed.extend(producers.record(&h, abort));
+        }
+    }
+    Ok((producers, from, replayed))
 }
 
 impl Partition {
@@ -167,19 +170,15 @@ impl Partition {
     ) -> Result<Partition> {
         let log = Log::open(dir, log_config, clean_shutdown, now_ms)?;
         let leo = log.log_end_offset();
-        let (mut producers, from) =
-            match std::fs::read(dir.join(PRODUCER_SNAPSHOT)).ok().and_then(|b| serde_json::from_slice::<Snapshot>(&b).ok()) {
-                Some(s) if s.offset <= leo => (s.states, s.offset),
-                _ => (ProducerStates::default(), log.log_start_offset()),
-            };
+        let snapshot = std::fs::read(dir.join(PRODUCER_SNAPSHOT)).ok().and_then(|b| serde_json::from_slice::<Snapshot>(&b).ok());
+        let (producers, from, replayed) = load_producers(&log, snapshot)?;
         let aborted: Vec<Aborted> =
             std::fs::read(dir.join(ABORTED_FILE)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
-        let mut replayed = Vec::new();
-        for h in log.headers_from(from)? {
-            if h.base_offset >= from {
-                let abort = h.is_control()
-                    && log.read(h.base_offset, leo, 1 << 16, true).ok().and_then(|r| markers::marker_type(&r.bytes)) == Some(false);
-                replayed.extend(producers.record(&h, abort));
+        let mut epochs = crate::log::epochs::EpochCache::open(dir);
+        if epochs.is_empty() && leo > log.log_start_offset() {
+            // A log from before the cache existed: rebuild it from the batches.
+            for h in log.headers_from(log.log_start_offset())? {
+                epochs.assign(h.partition_leader_epoch, h.base_offset)?;
             }
         }
         let mut state = State {
@@ -191,31 +190,15 @@ impl Partition {
             aborted,
             snapshot_offset: from,
             replicas: ReplicaSet::default(),
+            epochs,
+            followers: Default::default(),
         };
         for a in replayed {
             state.note_aborted(a)?;
         }
         // Replaying opened the segment files; an idle partition holds no handles.
         state.log.close_idle_files(i64::MAX, 0);
-        Ok(Partition { topic: topic.to_string(), index, topic_id, state: Mutex::new(state) })
-    }
-
-    /// Takes the controller's view of this partition: leader, epochs, replicas and ISR.
-    pub fn set_replica_state(&self, st: &crate::metadata::records::PartitionState, me: i32) {
-        let mut s = self.state.lock();
-        s.leader_epoch = st.leader_epoch;
-        s.replicas = ReplicaSet {
-            me,
-            leader: st.leader,
-            replicas: st.replicas.clone(),
-            isr: st.isr.clone(),
-            partition_epoch: st.partition_epoch,
-        };
-    }
-
-    /// Does this broker lead the partition?
-    pub fn is_leader(&self) -> bool {
-        self.state.lock().replicas.is_leader()
+        Ok(Partition { topic: topic.to_string(), index, topic_id, state: Mutex::new(state), hw_moved: tokio::sync::Notify::new() })
     }
 
     /// Runs `f` with the partition's state locked.
@@ -252,18 +235,20 @@ impl Partition {
                 return Err(Error::InvalidRecords { indexes: keyless, message });
             }
         }
-        if acks == -1 && cfg.min_insync_replicas > 1 {
-            // The ISR is this broker alone.
+        if acks == -1 && (st.replicas.isr.len() as i32) < cfg.min_insync_replicas {
             return Err(Error::NotEnoughReplicas);
         }
         if h.has_producer_id() {
             if let Check::Duplicate(base_offset) = st.producers.check(&h)? {
-                return Ok(AppendInfo { base_offset, log_append_time: -1, log_start_offset: st.log.log_start_offset() });
+                // acks=all waits for the original's first offset: its batch is all or nothing.
+                return Ok(AppendInfo { base_offset, last_offset: base_offset, log_append_time: -1, log_start_offset: st.log.log_start_offset() });
             }
         }
         let base_offset = st.log.log_end_offset();
         let mut bytes = records.to_vec();
         batch::assign_offset(&mut bytes, base_offset, st.leader_epoch);
+        let epoch = st.leader_epoch;
+        st.epochs.assign(epoch, base_offset)?;
         let log_append_time = if cfg.log_append_time {
             batch::set_log_append_time(&mut bytes, now_ms);
             now_ms
@@ -273,9 +258,8 @@ impl Partition {
         let h = BatchHeader::parse(&bytes)?;
         st.log.append(&bytes, &h, now_ms)?;
         st.producers.record(&h, false);
-        st.high_watermark = st.log.log_end_offset();
-        debug_assert!(st.high_watermark <= st.log.log_end_offset());
-        Ok(AppendInfo { base_offset, log_append_time, log_start_offset: st.log.log_start_offset() })
+        self.advance_hw(&mut st);
+        Ok(AppendInfo { base_offset, last_offset: h.last_offset(), log_append_time, log_start_offset: st.log.log_start_offset() })
     }
 
     /// Appends a batch the broker itself built (internal topics): no client checks.
@@ -284,10 +268,12 @@ impl Partition {
         let base_offset = st.log.log_end_offset();
         let mut bytes = batch.to_vec();
         batch::assign_offset(&mut bytes, base_offset, st.leader_epoch);
+        let epoch = st.leader_epoch;
+        st.epochs.assign(epoch, base_offset)?;
         let h = batch::validate(&bytes)?;
         st.log.append(&bytes, &h, now_ms)?;
         st.producers.record(&h, false);
-        st.high_watermark = st.log.log_end_offset();
+        self.advance_hw(&mut st);
         Ok(base_offset)
     }
 
@@ -313,18 +299,37 @@ impl Partition {
         })
     }
 
+    /// The fetch path for followers: records up to the log end, not the high watermark.
+    /// `max_bytes` 0 reads nothing (just the offsets).
+    pub fn fetch_slice_for_follower(&self, offset: i64, max_bytes: usize, min_one: bool, leader_epoch: i32) -> Result<SliceData> {
+        let st = self.state.lock();
+        st.replicas.check_leader()?;
+        check_epoch(leader_epoch, st.leader_epoch)?;
+        let leo = st.log.log_end_offset();
+        let slice = if max_bytes == 0 && !min_one { None } else { st.log.read_slice(offset, leo, max_bytes, min_one)? };
+        Ok(SliceData {
+            slice,
+            high_watermark: st.high_watermark,
+            last_stable_offset: st.last_stable_offset(),
+            log_start_offset: st.log.log_start_offset(),
+            aborted: vec![],
+        })
+    }
+
     /// Writes a transaction marker for `pid` and ends its transaction here.
     pub fn write_marker(&self, pid: i64, epoch: i16, commit: bool, now_ms: i64) -> Result<i64> {
         let mut st = self.state.lock();
         let base_offset = st.log.log_end_offset();
         let mut bytes = markers::build(pid, epoch, commit, 0, now_ms);
         batch::assign_offset(&mut bytes, base_offset, st.leader_epoch);
+        let epoch = st.leader_epoch;
+        st.epochs.assign(epoch, base_offset)?;
         let h = batch::validate(&bytes)?;
         st.log.append(&bytes, &h, now_ms)?;
         if let Some(a) = st.producers.record(&h, !commit) {
             st.note_aborted(a)?;
         }
-        st.high_watermark = st.log.log_end_offset();
+        self.advance_hw(&mut st);
         Ok(base_offset)
     }
 

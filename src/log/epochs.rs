@@ -1,0 +1,119 @@
+//! The leader-epoch cache: for each leader epoch, the first offset written in it.
+//!
+//! It answers "where does epoch E end?", which is how a returning follower finds the
+//! point where its history diverged from the new leader's. Kept in
+//! `leader-epoch-checkpoint` in Kafka's text layout: a version line, a count line, then
+//! `epoch start_offset` per line.
+
+use std::path::{Path, PathBuf};
+
+const FILE: &str = "leader-epoch-checkpoint";
+
+/// Epoch start offsets, ascending in both.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EpochCache {
+    entries: Vec<(i32, i64)>,
+    path: PathBuf,
+}
+
+impl EpochCache {
+    /// Loads the cache of the log in `dir` (empty if there is none).
+    pub fn open(dir: &Path) -> EpochCache {
+        let path = dir.join(FILE);
+        let entries = std::fs::read_to_string(&path)
+            .ok()
+            .map(|text| {
+                text.lines()
+                    .skip(2)
+                    .filter_map(|l| {
+                        let mut it = l.split_whitespace();
+                        Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        EpochCache { entries, path }
+    }
+
+    fn save(&self) -> std::io::Result<()> {
+        let mut text = format!("0\n{}\n", self.entries.len());
+        for (e, o) in &self.entries {
+            text.push_str(&format!("{e} {o}\n"));
+        }
+        let tmp = self.path.with_extension("tmp");
+        std::fs::write(&tmp, text)?;
+        std::fs::rename(&tmp, &self.path)
+    }
+
+    /// The latest epoch, if any.
+    pub fn latest(&self) -> Option<i32> {
+        self.entries.last().map(|e| e.0)
+    }
+
+    /// Notes that `epoch` starts at `offset` (ignored unless newer than the latest).
+    pub fn assign(&mut self, epoch: i32, offset: i64) -> std::io::Result<()> {
+        if epoch < 0 || self.latest().is_some_and(|l| epoch <= l) {
+            return Ok(());
+        }
+        self.entries.push((epoch, offset));
+        self.save()
+    }
+
+    /// The largest epoch ≤ `epoch` and the offset where it ends (the next epoch's start,
+    /// or `leo` for the latest). `(-1, -1)` if `epoch` predates everything known.
+    pub fn end_offset_for(&self, epoch: i32, leo: i64) -> (i32, i64) {
+        match self.entries.iter().rposition(|(e, _)| *e <= epoch) {
+            None => (-1, -1),
+            Some(i) => {
+                let end = self.entries.get(i + 1).map_or(leo, |n| n.1);
+                (self.entries[i].0, end)
+            }
+        }
+    }
+
+    /// Forgets epochs that start at or after `offset` (the log was truncated there).
+    pub fn truncate_from(&mut self, offset: i64) -> std::io::Result<()> {
+        let before = self.entries.len();
+        self.entries.retain(|(_, o)| *o < offset);
+        if self.entries.len() != before {
+            self.save()?;
+        }
+        Ok(())
+    }
+
+    /// Drops everything (the log restarted at a new offset).
+    pub fn clear(&mut self) -> std::io::Result<()> {
+        self.entries.clear();
+        self.save()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn end_offsets_truncation_and_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = EpochCache::open(dir.path());
+        c.assign(0, 0).unwrap();
+        c.assign(2, 10).unwrap();
+        c.assign(2, 12).unwrap(); // same epoch: no new entry
+        c.assign(5, 30).unwrap();
+        assert_eq!(c.end_offset_for(0, 40), (0, 10));
+        assert_eq!(c.end_offset_for(1, 40), (0, 10), "an unknown epoch maps to the one before it");
+        assert_eq!(c.end_offset_for(2, 40), (2, 30));
+        assert_eq!(c.end_offset_for(9, 40), (5, 40));
+        assert_eq!(EpochCache::open(dir.path()), c);
+        c.truncate_from(30).unwrap();
+        assert_eq!(c.end_offset_for(9, 25), (2, 25));
+        let mut empty = EpochCache::open(tempfile::tempdir().unwrap().path());
+        assert_eq!(empty.end_offset_for(3, 5), (-1, -1));
+        empty.assign(-1, 0).unwrap();
+        assert!(empty.is_empty());
+    }
+}

@@ -1,0 +1,172 @@
+//! A replica fetcher: copies the partitions this broker follows from one leader, with
+//! the ordinary Fetch API (replica id set), batched across partitions.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, BytesMut};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, RequestHeader, ResponseHeader, TopicName};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use crate::broker::cluster::Cluster;
+use crate::broker::now_ms;
+use crate::error::Error;
+use crate::partition::Partition;
+
+/// Fetch v12: the first with diverging epochs, the last that names topics.
+const FETCH_VERSION: i16 = 12;
+
+/// How a fetcher fetches.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub me: i32,
+    pub wait_ms: i32,
+    pub partition_max_bytes: i32,
+}
+
+/// Runs until the partition list becomes empty or the task is aborted.
+pub async fn run(leader: i32, cluster: Arc<Cluster>, mut parts: watch::Receiver<Vec<Arc<Partition>>>, s: Settings) {
+    let mut conn: Option<TcpStream> = None;
+    let mut correlation = 0i32;
+    loop {
+        let list = parts.borrow_and_update().clone();
+        if list.is_empty() {
+            if parts.changed().await.is_err() {
+                return;
+            }
+            continue;
+        }
+        let addr = cluster.image().read().brokers.get(&leader).filter(|b| !b.fenced).map(|b| format!("{}:{}", b.host, b.port));
+        let Some(addr) = addr else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        if conn.is_none() {
+            match tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(&addr)).await {
+                Ok(Ok(c)) => {
+                    let _ = c.set_nodelay(true);
+                    conn = Some(c);
+                }
+                _ => {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+            }
+        }
+        correlation = correlation.wrapping_add(1);
+        let req = build_request(&list, &s);
+        let sock = conn.as_mut().expect("connected");
+        let wait = Duration::from_millis(s.wait_ms as u64) + Duration::from_secs(10);
+        let resp = match tokio::time::timeout(wait, exchange(sock, correlation, &req, s.me)).await {
+            Ok(Ok(r)) => r,
+            _ => {
+                conn = None;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let mut backoff = resp.error_code != 0;
+        for t in &resp.responses {
+            for pd in &t.partitions {
+                let Some(p) = list.iter().find(|p| p.topic == *t.topic.0 && p.index == pd.partition_index) else { continue };
+                if let Err(e) = handle_partition(p, pd) {
+                    backoff = true;
+                    tracing::debug!(topic = %p.topic, partition = p.index, leader, error = %e, "replica fetch");
+                }
+            }
+        }
+        if backoff {
+            // Wait for the metadata to move on (a new leader or epoch), not in a hot loop.
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+                _ = parts.changed() => {}
+            }
+        }
+    }
+}
+
+fn build_request(list: &[Arc<Partition>], s: &Settings) -> FetchRequest {
+    let mut topics: Vec<FetchTopic> = Vec::new();
+    for p in list {
+        let (offset, last_epoch, log_start) = p.fetch_position();
+        let fp = FetchPartition::default()
+            .with_partition(p.index)
+            .with_current_leader_epoch(p.leader_epoch())
+            .with_fetch_offset(offset)
+            .with_last_fetched_epoch(last_epoch)
+            .with_log_start_offset(log_start)
+            .with_partition_max_bytes(s.partition_max_bytes);
+        match topics.iter_mut().find(|t| *t.topic.0 == *p.topic) {
+            Some(t) => t.partitions.push(fp),
+            None => topics.push(
+                FetchTopic::default().with_topic(TopicName(StrBytes::from_string(p.topic.clone()))).with_partitions(vec![fp]),
+            ),
+        }
+    }
+    FetchRequest::default()
+        .with_replica_id(BrokerId(s.me))
+        .with_max_wait_ms(s.wait_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(i32::MAX)
+        .with_isolation_level(0)
+        .with_session_id(0)
+        .with_session_epoch(-1)
+        .with_topics(topics)
+}
+
+/// Sends one request and reads its response.
+async fn exchange(sock: &mut TcpStream, correlation: i32, req: &FetchRequest, me: i32) -> anyhow::Result<FetchResponse> {
+    let mut body = BytesMut::new();
+    RequestHeader::default()
+        .with_request_api_key(1)
+        .with_request_api_version(FETCH_VERSION)
+        .with_correlation_id(correlation)
+        .with_client_id(Some(StrBytes::from_string(format!("sluice-replica-{me}"))))
+        .encode(&mut body, 2)?;
+    req.encode(&mut body, FETCH_VERSION)?;
+    let mut frame = BytesMut::with_capacity(body.len() + 4);
+    frame.put_i32(body.len() as i32);
+    frame.extend_from_slice(&body);
+    sock.write_all(&frame).await?;
+    let len = sock.read_i32().await?;
+    anyhow::ensure!((0..=256 << 20).contains(&len), "bad response length {len}");
+    let mut buf = vec![0u8; len as usize];
+    sock.read_exact(&mut buf).await?;
+    let mut b = bytes::Bytes::from(buf);
+    let header = ResponseHeader::decode(&mut b, 1)?;
+    anyhow::ensure!(header.correlation_id == correlation, "response out of order");
+    let resp = FetchResponse::decode(&mut b, FETCH_VERSION)?;
+    anyhow::ensure!(!b.has_remaining(), "trailing bytes in fetch response");
+    Ok(resp)
+}
+
+fn handle_partition(p: &Partition, pd: &kafka_protocol::messages::fetch_response::PartitionData) -> crate::error::Result<()> {
+    let now = now_ms();
+    match pd.error_code {
+        0 => {}
+        1 => {
+            // OFFSET_OUT_OF_RANGE: behind the leader's log start, or ahead of its end.
+            let (offset, _, _) = p.fetch_position();
+            if offset < pd.log_start_offset {
+                p.reset_to(pd.log_start_offset, now)?;
+            } else {
+                p.truncate_to(pd.high_watermark.max(0), now)?;
+            }
+            return Ok(());
+        }
+        code => return Err(Error::InvalidRequest(format!("leader answered error {code}"))),
+    }
+    if pd.diverging_epoch.end_offset >= 0 {
+        p.truncate_to(pd.diverging_epoch.end_offset, now)?;
+        return Ok(());
+    }
+    if let Some(records) = pd.records.as_ref().filter(|r| !r.is_empty()) {
+        p.append_replicated(records, now)?;
+    }
+    p.set_follower_hw(pd.high_watermark);
+    Ok(())
+}

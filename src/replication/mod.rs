@@ -1,0 +1,121 @@
+//! Replication on the broker: one fetcher per leader this broker follows, and the ISR
+//! changes leaders ask the controller for.
+
+mod fetcher;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
+use crate::broker::Broker;
+use crate::controller::rpc::{Request, Response};
+use crate::partition::{IsrChange, Partition};
+
+/// The follower side's running fetchers, by leader id.
+#[derive(Default)]
+pub struct Replication {
+    fetchers: Mutex<HashMap<i32, (watch::Sender<Vec<Arc<Partition>>>, tokio::task::JoinHandle<()>)>>,
+    /// ISR changes asked for and not yet answered, so each is asked once.
+    pending: Arc<Mutex<HashSet<(uuid::Uuid, i32)>>>,
+}
+
+impl Broker {
+    /// Points the fetchers at the leaders of the partitions this broker follows.
+    pub(crate) fn update_fetchers(&self) {
+        let me = self.identity.node_id;
+        let mut by_leader: HashMap<i32, Vec<Arc<Partition>>> = HashMap::new();
+        for t in self.all_topics() {
+            for p in t.local() {
+                let leader = t.states.get(p.index as usize).map_or(-1, |s| s.leader);
+                if leader >= 0 && leader != me {
+                    by_leader.entry(leader).or_default().push(p.clone());
+                }
+            }
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
+        let mut fetchers = self.replication.fetchers.lock();
+        fetchers.retain(|leader, (tx, task)| {
+            let keep = by_leader.contains_key(leader);
+            if !keep {
+                let _ = tx.send(Vec::new());
+                task.abort();
+            }
+            keep
+        });
+        let cfg = self.config();
+        let settings = fetcher::Settings {
+            me,
+            wait_ms: cfg.get_i64("replica.fetch.wait.max.ms").clamp(0, 60_000) as i32,
+            partition_max_bytes: cfg.get_i64("replica.fetch.max.bytes").clamp(1024, i32::MAX as i64) as i32,
+        };
+        for (leader, parts) in by_leader {
+            match fetchers.get(&leader) {
+                Some((tx, _)) => {
+                    tx.send_if_modified(|cur| {
+                        let same = cur.len() == parts.len() && cur.iter().zip(&parts).all(|(a, b)| Arc::ptr_eq(a, b));
+                        if !same {
+                            *cur = parts;
+                        }
+                        !same
+                    });
+                }
+                None => {
+                    let (tx, rx) = watch::channel(parts);
+                    let task = rt.spawn(fetcher::run(leader, self.cluster.clone(), rx, settings.clone()));
+                    fetchers.insert(leader, (tx, task));
+                }
+            }
+        }
+    }
+
+    /// Asks the controller for an ISR change of a partition this broker leads. The answer
+    /// comes back through the metadata log; until then the same change is not asked again.
+    pub fn request_isr_change(&self, p: Arc<Partition>, change: IsrChange) {
+        let key = (p.topic_id, p.index);
+        if !self.replication.pending.lock().insert(key) {
+            return;
+        }
+        let pending = self.replication.pending.clone();
+        let cluster = self.cluster.clone();
+        let me = self.identity.node_id;
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            self.replication.pending.lock().remove(&key);
+            return;
+        };
+        tracing::info!(topic = %p.topic, partition = p.index, isr = ?change.isr, "asking the controller to change the ISR");
+        rt.spawn(async move {
+            let req = Request::AlterPartition {
+                broker: me,
+                epoch: cluster.broker_epoch(),
+                topic_id: p.topic_id,
+                index: p.index,
+                leader_epoch: change.leader_epoch,
+                partition_epoch: change.partition_epoch,
+                isr: change.isr.clone(),
+            };
+            let r = cluster.call(req, std::time::Duration::from_secs(10)).await;
+            match &r {
+                Ok(Response::Partition { offset, .. }) => {
+                    // Wait until the change is applied here, so the next check sees it.
+                    let _ = cluster.wait_applied(*offset, std::time::Duration::from_secs(10)).await;
+                }
+                other => tracing::info!(topic = %p.topic, partition = p.index, isr = ?change.isr, result = ?other, "ISR change not made"),
+            }
+            pending.lock().remove(&key);
+        });
+    }
+
+    /// Leader duty: drops followers that fell behind for `replica.lag.time.max.ms`.
+    pub fn shrink_lagging_isrs(&self, now_ms: i64) {
+        let lag = self.config().get_i64("replica.lag.time.max.ms");
+        for t in self.all_topics() {
+            for p in t.local() {
+                if let Some(change) = p.isr_shrink(now_ms, lag) {
+                    self.request_isr_change(p.clone(), change);
+                }
+            }
+        }
+    }
+}
