@@ -157,6 +157,13 @@ def pytest_runtest_makereport(item, call):
         for b in getattr(item, "_sluice_brokers", []):
             rep.sections.append(
                 (f"sluice stderr ({b.bootstrap}, {b.stderr_path})", b.stderr_tail()))
+        # Clusters (cluster.Cluster) and other process groups: anything with
+        # report_sections() -> [(title, text)].
+        for c in getattr(item, "_sluice_clusters", []):
+            try:
+                rep.sections.extend(c.report_sections())
+            except Exception as e:  # diagnostics must not hide the real failure
+                rep.sections.append(("sluice cluster logs", f"<could not collect: {e!r}>"))
 
 
 @pytest.fixture
@@ -183,3 +190,32 @@ def start_broker(request, tmp_path):
 @pytest.fixture
 def broker(start_broker):
     return start_broker()
+
+
+@pytest.fixture
+def start_cluster(request, tmp_path):
+    """Factory: start_cluster(n=3, settings=None, start=True, voters=None, **props).
+
+    Returns a started `cluster.Cluster` of n combined nodes (ids 1..n, every node a
+    controller voter unless `voters` lists a subset), each `sluice serve` with
+    broker.heartbeat.interval.ms=500 and broker.session.timeout.ms=3000 unless
+    overridden; `props` use underscores for dots like start_broker. With start=False
+    the nodes are not launched. Teardown stops every node (SIGTERM, then SIGKILL);
+    on failure each node's log tail and the cluster's event list are attached.
+    """
+    from cluster import Cluster
+
+    clusters = []
+    request.node._sluice_clusters = clusters
+
+    def factory(n=3, settings=None, start=True, voters=None, **kw):
+        c = Cluster(tmp_path / f"cluster{len(clusters)}", n=n,
+                    settings=normalize_settings(settings, **kw), voters=voters)
+        clusters.append(c)
+        if start:
+            c.start_all()
+        return c
+
+    yield factory
+    for c in clusters:
+        c.shutdown()

@@ -72,20 +72,18 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest) -> (Vec<TopicResult>, usize, bool
                 if ctx.version >= 12 && fp.last_fetched_epoch >= 0 {
                     // The fetcher's log ends in an epoch: if ours ends that epoch sooner (or
                     // never had it), its tail diverges and it must truncate first.
-                    let (epoch, end) = p.end_offset_for_epoch(fp.last_fetched_epoch);
-                    // An epoch older than anything here: all of the fetcher's log is suspect.
-                    let end = if epoch < 0 { p.fetch_position().2 } else { end };
-                    if p.is_leader() && (epoch != fp.last_fetched_epoch || end < fp.fetch_offset) {
-                        diverging = Some((epoch, end));
+                    let d = p.is_leader().then(|| p.diverging(fp.last_fetched_epoch, fp.fetch_offset)).flatten();
+                    if d.is_some() {
+                        diverging = d;
                         return p.fetch_slice_for_follower(fp.fetch_offset, 0, false, fp.current_leader_epoch);
                     }
                 }
                 if replica >= 0 {
-                    let d = p.fetch_slice_for_follower(fp.fetch_offset, max, min_one, fp.current_leader_epoch)?;
+                    // Its progress first, so the answer carries the high watermark it moved.
                     if let Some(change) = p.follower_fetched(replica, fp.fetch_offset, now) {
                         broker.request_isr_change(p.clone(), change);
                     }
-                    return Ok(d);
+                    return p.fetch_slice_for_follower(fp.fetch_offset, max, min_one, fp.current_leader_epoch);
                 }
                 p.fetch_slice(fp.fetch_offset, max, min_one, fp.current_leader_epoch, committed)
             });

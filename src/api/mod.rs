@@ -8,10 +8,12 @@ mod consumer_groups;
 mod coordinator;
 mod fetch;
 mod groups;
+mod leaders;
 mod list_offsets;
 mod metadata;
 mod offsets;
 mod produce;
+mod quorum;
 mod txn;
 
 use std::sync::Arc;
@@ -129,6 +131,9 @@ apis! {
     ListTransactions: ListTransactionsRequest => txn::list_transactions [0, 2] always;
     ConsumerGroupHeartbeat: ConsumerGroupHeartbeatRequest => consumer_groups::heartbeat [0, 1] always;
     ConsumerGroupDescribe: ConsumerGroupDescribeRequest => consumer_groups::describe [0, 1] always;
+    OffsetForLeaderEpoch: OffsetForLeaderEpochRequest => leaders::offset_for_leader_epoch [2, 4] always;
+    ElectLeaders: ElectLeadersRequest => leaders::elect_leaders [0, 2] always;
+    DescribeQuorum: DescribeQuorumRequest => quorum::describe_quorum [0, 2] always;
 }
 
 /// The versions of `key` this broker serves.

@@ -59,15 +59,23 @@ impl EpochCache {
         self.save()
     }
 
-    /// The largest epoch ≤ `epoch` and the offset where it ends (the next epoch's start,
-    /// or `leo` for the latest). `(-1, -1)` if `epoch` predates everything known.
+    /// Where `epoch` ends, as Kafka's OffsetForLeaderEpoch answers: for the latest epoch,
+    /// the log end; for an older one, the start of the next epoch, paired with the largest
+    /// epoch ≤ `epoch` (or `epoch` itself if it predates them all). `(-1, -1)` when
+    /// `epoch` is newer than any here, or the cache is empty.
     pub fn end_offset_for(&self, epoch: i32, leo: i64) -> (i32, i64) {
-        match self.entries.iter().rposition(|(e, _)| *e <= epoch) {
+        if epoch < 0 {
+            return (-1, -1);
+        }
+        if self.latest() == Some(epoch) {
+            return (epoch, leo);
+        }
+        match self.entries.iter().find(|(e, _)| *e > epoch) {
             None => (-1, -1),
-            Some(i) => {
-                let end = self.entries.get(i + 1).map_or(leo, |n| n.1);
-                (self.entries[i].0, end)
-            }
+            Some(&(_, next_start)) => match self.entries.iter().rev().find(|(e, _)| *e <= epoch) {
+                Some(&(floor, _)) => (floor, next_start),
+                None => (epoch, next_start),
+            },
         }
     }
 
@@ -107,11 +115,18 @@ mod tests {
         assert_eq!(c.end_offset_for(0, 40), (0, 10));
         assert_eq!(c.end_offset_for(1, 40), (0, 10), "an unknown epoch maps to the one before it");
         assert_eq!(c.end_offset_for(2, 40), (2, 30));
-        assert_eq!(c.end_offset_for(9, 40), (5, 40));
+        assert_eq!(c.end_offset_for(5, 40), (5, 40));
+        assert_eq!(c.end_offset_for(9, 40), (-1, -1), "newer than anything known");
         assert_eq!(EpochCache::open(dir.path()), c);
         c.truncate_from(30).unwrap();
-        assert_eq!(c.end_offset_for(9, 25), (2, 25));
-        let mut empty = EpochCache::open(tempfile::tempdir().unwrap().path());
+        assert_eq!(c.end_offset_for(2, 25), (2, 25));
+        let later_dir = tempfile::tempdir().unwrap();
+        let mut later = EpochCache::open(later_dir.path());
+        later.assign(4, 100).unwrap();
+        later.assign(6, 120).unwrap();
+        assert_eq!(later.end_offset_for(1, 130), (1, 100), "older than the first: ends where the first starts");
+        let empty_dir = tempfile::tempdir().unwrap();
+        let mut empty = EpochCache::open(empty_dir.path());
         assert_eq!(empty.end_offset_for(3, 5), (-1, -1));
         empty.assign(-1, 0).unwrap();
         assert!(empty.is_empty());

@@ -97,6 +97,14 @@ impl Partition {
         self.hw_moved.notify_waiters();
     }
 
+    /// Checks a client's idea of the current leader epoch (-1: no idea) against this
+    /// leader's: older is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH.
+    pub fn check_current_epoch(&self, epoch: i32) -> Result<()> {
+        let st = self.state.lock();
+        st.replicas.check_leader()?;
+        super::check_epoch(epoch, st.leader_epoch)
+    }
+
     /// Does this broker lead the partition?
     pub fn is_leader(&self) -> bool {
         self.state.lock().replicas.is_leader()
@@ -203,6 +211,18 @@ impl Partition {
     pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
         let st = self.state.lock();
         st.epochs.end_offset_for(epoch, st.log.log_end_offset())
+    }
+
+    /// On the leader: where a fetcher whose log ends at `fetch_offset` in `last_epoch`
+    /// diverges from this log, if it does: the (epoch, end offset) to truncate to.
+    pub fn diverging(&self, last_epoch: i32, fetch_offset: i64) -> Option<(i32, i64)> {
+        let st = self.state.lock();
+        let (epoch, end) = st.epochs.end_offset_for(last_epoch, st.log.log_end_offset());
+        if end < 0 {
+            // An epoch this leader never saw: keep only what is committed.
+            return Some((-1, st.high_watermark.min(fetch_offset)));
+        }
+        (epoch != last_epoch || end < fetch_offset).then_some((epoch, end))
     }
 
     /// On a follower: appends the leader's batches unchanged (offsets, epochs and all).

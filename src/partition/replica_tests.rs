@@ -1,0 +1,153 @@
+//! Deterministic replication tests on real logs: two replicas of one partition, driven
+//! through the same calls the fetch path makes, with no sockets and a fixed clock.
+
+use std::path::Path;
+
+use super::*;
+use crate::log::batch::tests::make_batch;
+use crate::metadata::records::PartitionState;
+
+fn open(dir: &Path) -> Partition {
+    Partition::open("t", 0, Uuid::nil(), dir, LogConfig::default(), AppendConfig::default(), true, 1000).unwrap()
+}
+
+/// A one-record batch; `tag` (its timestamp) makes its bytes distinct.
+fn batch(tag: i64) -> Vec<u8> {
+    make_batch(1, tag, -1, -1, -1)
+}
+
+fn state(leader: i32, epoch: i32, isr: &[i32]) -> PartitionState {
+    PartitionState { replicas: vec![1, 2], isr: isr.to_vec(), leader, leader_epoch: epoch, partition_epoch: epoch }
+}
+
+/// One fetch round as the fetcher and the leader's fetch handler do it. Returns false
+/// when there was nothing to copy.
+fn fetch_round(leader: &Partition, follower: &Partition, follower_id: i32, now: i64) -> bool {
+    let (offset, last_epoch, _) = follower.fetch_position();
+    if last_epoch >= 0 {
+        if let Some((_, end)) = leader.diverging(last_epoch, offset) {
+            follower.truncate_to(end, now).unwrap();
+            return true;
+        }
+    }
+    leader.follower_fetched(follower_id, offset, now);
+    let d = leader.fetch_slice_for_follower(offset, 1 << 20, true, -1).unwrap();
+    let copied = match d.slice {
+        Some(slice) => follower.append_replicated(&slice.to_vec().unwrap(), now).unwrap() > 0,
+        None => false,
+    };
+    follower.set_follower_hw(d.high_watermark);
+    copied
+}
+
+fn log_bytes(p: &Partition) -> Vec<u8> {
+    p.with_state(|s| {
+        let leo = s.log.log_end_offset();
+        s.log.read(0, leo, usize::MAX, true).map(|r| r.bytes).unwrap_or_default()
+    })
+}
+
+#[test]
+fn a_divergent_follower_truncates_and_then_matches_the_leader_byte_for_byte() {
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (b1, b2) = (open(d1.path()), open(d2.path()));
+    // Epoch 0: broker 1 leads, broker 2 follows and copies the first three batches.
+    b1.set_replica_state(&state(1, 0, &[1, 2]), 1);
+    b2.set_replica_state(&state(1, 0, &[1, 2]), 2);
+    for i in 0..3 {
+        b1.append(&batch(0 * 100 + i), 1, 1000).unwrap();
+    }
+    while fetch_round(&b1, &b2, 2, 1000) {}
+    assert_eq!(log_bytes(&b1), log_bytes(&b2));
+    // Broker 1 takes two more batches nobody copied, then dies.
+    for i in 3..5 {
+        b1.append(&batch(1 * 100 + i), 1, 1000).unwrap();
+    }
+    assert_eq!(b1.fetch_position().0, 5);
+    // Epoch 1: broker 2 leads and writes different records at offsets 3 and 4 onwards.
+    b2.set_replica_state(&state(2, 1, &[2]), 2);
+    for i in 0..4 {
+        b2.append(&batch(2 * 100 + 100 + i), 1, 1000).unwrap();
+    }
+    // Broker 1 returns as a follower: it must drop its tail from offset 3, then copy.
+    b1.set_replica_state(&state(2, 1, &[2]), 1);
+    let mut rounds = 0;
+    while fetch_round(&b2, &b1, 1, 2000) {
+        rounds += 1;
+        assert!(rounds < 10, "replication did not converge");
+    }
+    assert_eq!(b1.fetch_position().0, 7);
+    assert_eq!(log_bytes(&b1), log_bytes(&b2), "the follower's log is the leader's, byte for byte");
+    assert_eq!(b1.end_offset_for_epoch(0), (0, 3));
+    assert_eq!(b1.end_offset_for_epoch(1), (1, 7));
+    // And after a restart from disk the follower still agrees (epoch cache included).
+    drop(b1);
+    let b1 = open(d1.path());
+    assert_eq!(log_bytes(&b1), log_bytes(&b2));
+    assert_eq!(b1.end_offset_for_epoch(0), (0, 3));
+}
+
+#[test]
+fn the_high_watermark_waits_for_the_isr_and_never_moves_back() {
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (leader, follower) = (open(d1.path()), open(d2.path()));
+    leader.set_replica_state(&state(1, 0, &[1, 2]), 1);
+    follower.set_replica_state(&state(1, 0, &[1, 2]), 2);
+    leader.append(&batch(3 * 100 + 0), -1, 1000).unwrap();
+    assert_eq!(leader.high_watermark(), 0, "the follower has not fetched it yet");
+    fetch_round(&leader, &follower, 2, 1000);
+    fetch_round(&leader, &follower, 2, 1001);
+    assert_eq!(leader.high_watermark(), 1);
+    assert_eq!(follower.high_watermark(), 1);
+    // The ISR shrinks to the leader alone: the HW follows the leader's own log.
+    leader.set_replica_state(&state(1, 0, &[1]), 1);
+    leader.append(&batch(4 * 100 + 1), -1, 1000).unwrap();
+    assert_eq!(leader.high_watermark(), 2);
+    // The follower comes back in: the HW stays where it was until it catches up.
+    leader.set_replica_state(&state(1, 0, &[1, 2]), 1);
+    assert_eq!(leader.high_watermark(), 2);
+}
+
+#[test]
+fn lagging_followers_leave_the_isr_and_caught_up_ones_come_back() {
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (leader, follower) = (open(d1.path()), open(d2.path()));
+    let now = crate::broker::now_ms();
+    leader.set_replica_state(&state(1, 0, &[1, 2]), 1);
+    follower.set_replica_state(&state(1, 0, &[1, 2]), 2);
+    assert_eq!(leader.isr_shrink(now + 1000, 30_000), None);
+    leader.append(&batch(3 * 100 + 0), 1, now).unwrap();
+    let shrink = leader.isr_shrink(now + 31_000, 30_000).expect("silent for longer than the lag limit");
+    assert_eq!(shrink.isr, vec![1]);
+    leader.set_replica_state(&state(1, 0, &[1]), 1);
+    // It fetches everything: the leader asks to take it back.
+    fetch_round(&leader, &follower, 2, now + 32_000);
+    let (offset, _, _) = follower.fetch_position();
+    let expand = leader.follower_fetched(2, offset, now + 32_001).expect("caught up");
+    assert_eq!(expand.isr, vec![1, 2]);
+}
+
+#[test]
+fn acks_all_times_out_without_the_isr_and_fails_after_a_shrink_below_min() {
+    let d1 = tempfile::tempdir().unwrap();
+    let leader = open(d1.path());
+    leader.set_replica_state(&state(1, 0, &[1, 2]), 1);
+    let info = leader.append(&batch(3 * 100 + 0), -1, 1000).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let r = rt.block_on(leader.wait_replicated(info.last_offset, 2, std::time::Duration::from_millis(50)));
+    assert!(matches!(r, Err(Error::RequestTimedOut(_))), "{r:?}");
+    leader.set_replica_state(&state(1, 0, &[1]), 1);
+    let r = rt.block_on(leader.wait_replicated(info.last_offset, 2, std::time::Duration::from_millis(50)));
+    assert_eq!(r, Err(Error::NotEnoughReplicasAfterAppend));
+}
+
+#[test]
+fn acks_all_is_refused_before_the_append_when_the_isr_is_too_small() {
+    let d1 = tempfile::tempdir().unwrap();
+    let leader = open(d1.path());
+    leader.with_state(|s| s.append_config.min_insync_replicas = 2);
+    leader.set_replica_state(&state(1, 0, &[1]), 1);
+    assert_eq!(leader.append(&batch(1), -1, 1000), Err(Error::NotEnoughReplicas));
+    assert!(leader.append(&batch(2), 1, 1000).is_ok(), "acks=1 does not need the ISR");
+    assert_eq!(leader.fetch_position().0, 1, "the refused batch was not written");
+}

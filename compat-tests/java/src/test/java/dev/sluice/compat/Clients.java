@@ -29,11 +29,17 @@ final class Clients {
     }
 
     static Admin admin(SluiceBroker broker) {
+        return admin(broker.bootstrap(), Map.of());
+    }
+
+    /** An admin client for any bootstrap list (e.g. one node of a {@link SluiceCluster}); overrides win. */
+    static Admin admin(String bootstrap, Map<String, String> overrides) {
         Properties p = new Properties();
-        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(AdminClientConfig.CLIENT_ID_CONFIG, "sluice-compat-admin");
         p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
         p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
+        p.putAll(overrides);
         return Admin.create(p);
     }
 
@@ -42,8 +48,13 @@ final class Clients {
      * bootstrap address and serializers are given, plus whatever {@code overrides} the caller passes.
      */
     static KafkaProducer<String, String> producer(SluiceBroker broker, Map<String, String> overrides) {
+        return producer(broker.bootstrap(), overrides);
+    }
+
+    /** Same as {@link #producer(SluiceBroker, Map)} for any bootstrap list. */
+    static KafkaProducer<String, String> producer(String bootstrap, Map<String, String> overrides) {
         Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.putAll(overrides);
         return new KafkaProducer<>(p, new StringSerializer(), new StringSerializer());
     }
@@ -54,8 +65,13 @@ final class Clients {
 
     /** A consumer for {@code assign()} use: no group.id, reads from the earliest offset, no commits. */
     static KafkaConsumer<String, String> consumer(SluiceBroker broker) {
+        return consumer(broker.bootstrap());
+    }
+
+    /** Same as {@link #consumer(SluiceBroker)} for any bootstrap list. */
+    static KafkaConsumer<String, String> consumer(String bootstrap) {
         Properties p = new Properties();
-        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, "sluice-compat-consumer");

@@ -1,0 +1,68 @@
+//! DescribeQuorum: the metadata quorum as the active controller sees it.
+
+use kafka_protocol::messages::describe_quorum_response::{Node, PartitionData, ReplicaState, TopicData};
+use kafka_protocol::messages::*;
+
+use super::{sb, Ctx};
+use crate::controller::rpc::{Request, Response};
+use crate::error::Error;
+
+/// The metadata log's name, as Kafka's tools ask for it.
+const METADATA_TOPIC: &str = "__cluster_metadata";
+
+pub async fn describe_quorum(ctx: &Ctx<'_>, req: DescribeQuorumRequest) -> DescribeQuorumResponse {
+    let asks_for_it = req.topics.len() == 1
+        && *req.topics[0].topic_name.0 == *METADATA_TOPIC
+        && req.topics[0].partitions.len() == 1
+        && req.topics[0].partitions[0].partition_index == 0;
+    if !asks_for_it {
+        return DescribeQuorumResponse::default().with_error_code(Error::InvalidRequest(String::new()).code());
+    }
+    let timeout = std::time::Duration::from_secs(10);
+    let info = match ctx.broker.cluster.call(Request::DescribeQuorum, timeout).await {
+        Ok(Response::Quorum(q)) => q,
+        Ok(_) => return DescribeQuorumResponse::default().with_error_code(Error::NotController.code()),
+        Err(e) => {
+            let r = DescribeQuorumResponse::default().with_error_code(e.code());
+            return if ctx.version >= 2 { r.with_error_message(Some(sb(e.message()))) } else { r };
+        }
+    };
+    let now = crate::broker::now_ms();
+    let voters = info
+        .voters
+        .iter()
+        .map(|(id, leo)| {
+            // The leader knows when it last heard from each voter only as "now or never".
+            let seen = if *leo > 0 || *id == info.leader { now } else { -1 };
+            ReplicaState::default()
+                .with_replica_id((*id).into())
+                .with_log_end_offset(*leo as i64)
+                .with_last_fetch_timestamp(seen)
+                .with_last_caught_up_timestamp(if *leo >= info.high_watermark { seen } else { -1 })
+        })
+        .collect();
+    let partition = PartitionData::default()
+        .with_partition_index(0)
+        .with_leader_id(info.leader.into())
+        .with_leader_epoch(info.term as i32)
+        .with_high_watermark(info.high_watermark as i64)
+        .with_current_voters(voters);
+    let mut resp = DescribeQuorumResponse::default()
+        .with_topics(vec![TopicData::default().with_topic_name(sb(METADATA_TOPIC.to_string()).into()).with_partitions(vec![partition])]);
+    if ctx.version >= 2 {
+        resp = resp.with_nodes(
+            ctx.broker
+                .cluster
+                .voters
+                .iter()
+                .map(|(id, addr)| {
+                    Node::default().with_node_id((*id).into()).with_listeners(vec![describe_quorum_response::Listener::default()
+                        .with_name(sb("CONTROLLER".to_string()))
+                        .with_host(sb(addr.ip().to_string()))
+                        .with_port(addr.port())])
+                })
+                .collect(),
+        );
+    }
+    resp
+}
