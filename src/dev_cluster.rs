@@ -61,12 +61,7 @@ pub fn run(spec: Spec) -> anyhow::Result<()> {
         std::fs::create_dir_all(&dir)?;
         let log_path = dir.join("sluice.log");
         let log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path)?;
-        let child = spec
-            .node_command(&exe, i, &voters)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()?;
+        let child = spec.node_command(&exe, i, &voters).stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log).spawn()?;
         children.push((i, child, log_path));
     }
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -65,12 +65,9 @@ pub async fn create_topics(ctx: &Ctx<'_>, req: CreateTopicsRequest) -> CreateTop
             configs: t.configs.iter().filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string()))).collect(),
         })
         .collect();
-    let mut results = if asks.is_empty() {
-        Vec::new()
-    } else {
-        broker.create_topics(asks, req.validate_only, timeout_of(req.timeout_ms)).await
-    }
-    .into_iter();
+    let mut results =
+        if asks.is_empty() { Vec::new() } else { broker.create_topics(asks, req.validate_only, timeout_of(req.timeout_ms)).await }
+            .into_iter();
     let topics = req
         .topics
         .into_iter()

@@ -1,34 +1,45 @@
 //! FindCoordinator and InitProducerId.
 //!
-//! This broker coordinates every group and every transactional id.
+//! A group's coordinator is the leader of its `__consumer_offsets` partition, as in
+//! Kafka. Transactions are coordinated by the broker asked (see the txn module).
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::*;
 
 use super::{sb, Ctx};
+use crate::broker::Broker;
 use crate::error::{Error, Result};
 
 const GROUP: i8 = 0;
 const TRANSACTION: i8 = 1;
 
-fn coordinator_for(key_type: i8) -> Result<()> {
+/// (node id, host, port) of the coordinator for `key`.
+fn coordinator_for(broker: &Broker, key_type: i8, key: &str) -> Result<(i32, String, i32)> {
+    let me = &broker.identity;
     match key_type {
-        GROUP | TRANSACTION => Ok(()),
+        GROUP => {
+            let topic = broker.groups.ensure_offsets_topic(broker)?;
+            let p = broker.groups.offsets_partition(key);
+            let leader = topic.states.get(p as usize).map_or(-1, |s| s.leader);
+            let img = broker.cluster.image();
+            let img = img.read();
+            img.brokers.get(&leader).filter(|b| !b.fenced).map(|b| (b.id, b.host.clone(), b.port)).ok_or(Error::CoordinatorNotAvailable)
+        }
+        TRANSACTION => Ok((me.node_id, me.host.clone(), me.port)),
         other => Err(Error::InvalidRequest(format!("coordinator key type {other} is not supported"))),
     }
 }
 
 pub async fn find_coordinator(ctx: &Ctx<'_>, req: FindCoordinatorRequest) -> FindCoordinatorResponse {
-    let id = &ctx.broker.identity;
-    let result = coordinator_for(req.key_type);
     if ctx.version >= 4 {
         let coordinators = req
             .coordinator_keys
             .into_iter()
             .map(|key| {
+                let result = coordinator_for(ctx.broker, req.key_type, &key);
                 let c = Coordinator::default().with_key(key);
-                match &result {
-                    Ok(()) => c.with_node_id(id.node_id.into()).with_host(sb(id.host.clone())).with_port(id.port),
+                match result {
+                    Ok((id, host, port)) => c.with_node_id(id.into()).with_host(sb(host)).with_port(port),
                     Err(e) => c.with_error_code(e.code()).with_error_message(Some(sb(e.message()))).with_node_id((-1).into()).with_port(-1),
                 }
             })
@@ -36,8 +47,8 @@ pub async fn find_coordinator(ctx: &Ctx<'_>, req: FindCoordinatorRequest) -> Fin
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
     let r = FindCoordinatorResponse::default();
-    match result {
-        Ok(()) => r.with_node_id(id.node_id.into()).with_host(sb(id.host.clone())).with_port(id.port),
+    match coordinator_for(ctx.broker, req.key_type, &req.key) {
+        Ok((id, host, port)) => r.with_node_id(id.into()).with_host(sb(host)).with_port(port),
         Err(e) => {
             let r = r.with_error_code(e.code()).with_node_id((-1).into()).with_port(-1);
             if ctx.version >= 1 {

@@ -70,7 +70,9 @@ pub async fn elect_leaders(ctx: &Ctx<'_>, req: ElectLeadersRequest) -> ElectLead
     for (topic, partition, r) in results {
         let pr = match r {
             Ok(()) => PartitionResult::default().with_partition_id(partition),
-            Err(e) => PartitionResult::default().with_partition_id(partition).with_error_code(e.code()).with_error_message(Some(sb(e.message()))),
+            Err(e) => {
+                PartitionResult::default().with_partition_id(partition).with_error_code(e.code()).with_error_message(Some(sb(e.message())))
+            }
         };
         match by_topic.iter_mut().find(|t| *t.topic.0 == *topic) {
             Some(t) => t.partition_result.push(pr),

@@ -26,16 +26,23 @@ pub async fn offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> OffsetCom
             })
         })
         .collect();
-    let results: Vec<(CommitItem, i16)> = match ctx.broker.groups.commit(
-        ctx.broker,
-        &req.group_id.0,
-        &req.member_id,
-        req.group_instance_id.as_deref(),
-        req.generation_id_or_member_epoch,
-        items.clone(),
-    ) {
+    let results: Vec<(CommitItem, i16)> = match ctx.broker.groups.check_coordinator(ctx.broker, &req.group_id.0).and_then(|_| {
+        ctx.broker.groups.commit(
+            ctx.broker,
+            &req.group_id.0,
+            &req.member_id,
+            req.group_instance_id.as_deref(),
+            req.generation_id_or_member_epoch,
+            items.clone(),
+        )
+    }) {
         Ok(rs) => rs.into_iter().map(|(it, r)| (it, r.err().map_or(0, |e| e.code()))).collect(),
         Err(e) => items.into_iter().map(|it| (it, e.code())).collect(),
+    };
+    let durable = ctx.broker.groups.wait_durable(ctx.broker, &req.group_id.0).await;
+    let results: Vec<(CommitItem, i16)> = match durable {
+        Ok(()) => results,
+        Err(e) => results.into_iter().map(|(it, code)| (it, if code == 0 { e.code() } else { code })).collect(),
     };
     let mut topics: Vec<OffsetCommitResponseTopic> = Vec::new();
     for (it, code) in results {
@@ -73,6 +80,9 @@ pub async fn offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> OffsetFetch
             .groups
             .into_iter()
             .map(|g| {
+                if let Err(e) = groups.check_coordinator(ctx.broker, &g.group_id.0) {
+                    return OffsetFetchResponseGroup::default().with_group_id(g.group_id).with_error_code(e.code());
+                }
                 let wanted = g.topics.map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
                 let topics = groups
                     .fetch_offsets(&g.group_id.0, wanted)
@@ -98,6 +108,28 @@ pub async fn offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> OffsetFetch
             })
             .collect();
         return OffsetFetchResponse::default().with_groups(out);
+    }
+    if let Err(e) = groups.check_coordinator(ctx.broker, &req.group_id.0) {
+        if v >= 2 {
+            return OffsetFetchResponse::default().with_error_code(e.code());
+        }
+        // v0-1 have no top-level error: each partition asked for carries it.
+        let topics = req
+            .topics
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| {
+                let ps = t.partition_indexes.iter().map(|p| {
+                    OffsetFetchResponsePartition::default()
+                        .with_partition_index(*p)
+                        .with_committed_offset(-1)
+                        .with_metadata(Some(sb(String::new())))
+                        .with_error_code(e.code())
+                });
+                OffsetFetchResponseTopic::default().with_name(t.name).with_partitions(ps.collect())
+            })
+            .collect();
+        return OffsetFetchResponse::default().with_topics(topics);
     }
     let wanted = req.topics.map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
     let topics = groups
@@ -128,7 +160,12 @@ pub async fn offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> OffsetFetch
 
 pub async fn offset_delete(ctx: &Ctx<'_>, req: OffsetDeleteRequest) -> OffsetDeleteResponse {
     let topics = req.topics.iter().map(|t| (t.name.0.to_string(), t.partitions.iter().map(|p| p.partition_index).collect())).collect();
-    match ctx.broker.groups.delete_offsets(ctx.broker, &req.group_id.0, topics) {
+    match ctx
+        .broker
+        .groups
+        .check_coordinator(ctx.broker, &req.group_id.0)
+        .and_then(|_| ctx.broker.groups.delete_offsets(ctx.broker, &req.group_id.0, topics))
+    {
         Err(e) => OffsetDeleteResponse::default().with_error_code(e.code()),
         Ok(rs) => OffsetDeleteResponse::default().with_topics(
             rs.into_iter()

@@ -155,22 +155,29 @@ pub async fn txn_offset_commit(ctx: &Ctx<'_>, req: TxnOffsetCommitRequest) -> Tx
             return TxnOffsetCommitResponse::default().with_topics(topics);
         }
     }
-    let result = ctx.broker.groups.txn_commit(
-        ctx.broker,
-        &req.group_id.0,
-        req.producer_id.0,
-        req.producer_epoch,
-        &req.member_id,
-        req.group_instance_id.as_deref(),
-        generation,
-        items.clone(),
-    );
+    let result = ctx.broker.groups.check_coordinator(ctx.broker, &req.group_id.0).and_then(|_| {
+        ctx.broker.groups.txn_commit(
+            ctx.broker,
+            &req.group_id.0,
+            req.producer_id.0,
+            req.producer_epoch,
+            &req.member_id,
+            req.group_instance_id.as_deref(),
+            generation,
+            items.clone(),
+        )
+    });
     let results: Vec<(CommitItem, i16)> = match result {
         Ok(rs) => rs.into_iter().map(|(it, r)| (it, r.err().map_or(0, |e| e.code()))).collect(),
         Err(e) => {
             let c = e.for_old_clients(ctx.version >= 3).code();
             items.into_iter().map(|it| (it, c)).collect()
         }
+    };
+    let durable = ctx.broker.groups.wait_durable(ctx.broker, &req.group_id.0).await;
+    let results: Vec<(CommitItem, i16)> = match durable {
+        Ok(()) => results,
+        Err(e) => results.into_iter().map(|(it, code)| (it, if code == 0 { e.code() } else { code })).collect(),
     };
     let mut topics: Vec<TxnOffsetCommitResponseTopic> = Vec::new();
     for (it, c) in results {

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use super::{Broker, Topic};
-use crate::controller::rpc::{ConfigTarget, Request};
 use crate::config::{self, ConfigType, KeyDef, Source, KEYS};
+use crate::controller::rpc::{ConfigTarget, Request};
 use crate::error::{Error, Result};
 use crate::log::LogConfig;
 use crate::partition::AppendConfig;

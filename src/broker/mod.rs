@@ -17,14 +17,14 @@ use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::config::BrokerConfig;
+use crate::error::{Error, Result};
 use crate::group::classic::GroupConfig;
 use crate::group::Coordinator;
-use crate::error::{Error, Result};
 use crate::metadata::records::PartitionState;
 use crate::metadata::TopicRecord;
 use crate::partition::Partition;
-use cluster::Cluster;
 use crate::txn::pid::ProducerIdManager;
+use cluster::Cluster;
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
@@ -141,7 +141,7 @@ impl Broker {
             appended: Notify::new(),
         };
         broker.reconcile(clean);
-        broker.groups.load(&broker)?;
+        broker.groups.sync_ownership(&broker);
         broker.txns.load(&broker)?;
         if clean {
             std::fs::remove_file(&marker)?;

@@ -44,6 +44,7 @@ impl Broker {
             self.remove_partition_files(&p.topic, p.index, p.topic_id);
         }
         self.update_fetchers();
+        self.groups.sync_ownership(self);
     }
 
     fn reconcile_topic(&self, t: &TopicImage, old: Option<&Topic>, me: i32, clean: bool) -> Topic {

@@ -49,11 +49,8 @@ pub fn on_broker_gone(cur: &PartitionState, broker: i32, live: &dyn Fn(i32) -> b
     if !cur.replicas.contains(&broker) {
         return None;
     }
-    let isr: Vec<i32> = if cur.isr.len() > 1 || cur.isr != [broker] {
-        cur.isr.iter().copied().filter(|&b| b != broker).collect()
-    } else {
-        cur.isr.clone()
-    };
+    let isr: Vec<i32> =
+        if cur.isr.len() > 1 || cur.isr != [broker] { cur.isr.iter().copied().filter(|&b| b != broker).collect() } else { cur.isr.clone() };
     let isr = if isr.is_empty() { cur.isr.clone() } else { isr };
     elect(cur, isr, &|b| b != broker && live(b), unclean_ok)
 }

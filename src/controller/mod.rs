@@ -236,8 +236,12 @@ impl Controller {
             let mut recs = Vec::new();
             let mut results = Vec::new();
             for (name, i) in targets {
-                let r = img.topics.get(&name).and_then(|t| Some((t, t.partitions.get(i as usize)?))).ok_or(Error::UnknownTopicOrPartition).and_then(
-                    |(t, p)| {
+                let r = img
+                    .topics
+                    .get(&name)
+                    .and_then(|t| Some((t, t.partitions.get(i as usize)?)))
+                    .ok_or(Error::UnknownTopicOrPartition)
+                    .and_then(|(t, p)| {
                         let c = if preferred {
                             election::preferred(p, &live)?
                         } else if p.leader >= 0 {
@@ -248,8 +252,7 @@ impl Controller {
                         log_change(&t.name, i as usize, p, &c);
                         recs.push(Record::PartitionChange { topic_id: t.id, index: i, state: c.state, unclean: c.unclean });
                         Ok(())
-                    },
-                );
+                    });
                 // Asked for everything, Kafka reports only what it elected.
                 if !(all && r.is_err()) {
                     results.push((name, i, r));

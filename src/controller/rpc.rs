@@ -35,19 +35,57 @@ pub enum ConfigTarget {
 /// A request to the controller.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Request {
-    Register { id: i32, incarnation: Uuid, host: String, port: i32, rack: Option<String>, controller: bool },
-    Heartbeat { id: i32, epoch: u64, applied: u64, shutting_down: bool },
-    CreateTopics { topics: Vec<CreateRequest>, validate_only: bool },
-    DeleteTopics { names: Vec<String> },
-    CreatePartitions { name: String, count: i32, assignments: Option<Vec<Vec<i32>>>, validate_only: bool },
+    Register {
+        id: i32,
+        incarnation: Uuid,
+        host: String,
+        port: i32,
+        rack: Option<String>,
+        controller: bool,
+    },
+    Heartbeat {
+        id: i32,
+        epoch: u64,
+        applied: u64,
+        shutting_down: bool,
+    },
+    CreateTopics {
+        topics: Vec<CreateRequest>,
+        validate_only: bool,
+    },
+    DeleteTopics {
+        names: Vec<String>,
+    },
+    CreatePartitions {
+        name: String,
+        count: i32,
+        assignments: Option<Vec<Vec<i32>>>,
+        validate_only: bool,
+    },
     /// Replaces the whole set of overrides of the target with `configs`.
-    SetConfigs { target: ConfigTarget, configs: BTreeMap<String, String> },
-    AlterPartition { broker: i32, epoch: u64, topic_id: Uuid, index: i32, leader_epoch: i32, partition_epoch: i32, isr: Vec<i32> },
+    SetConfigs {
+        target: ConfigTarget,
+        configs: BTreeMap<String, String>,
+    },
+    AlterPartition {
+        broker: i32,
+        epoch: u64,
+        topic_id: Uuid,
+        index: i32,
+        leader_epoch: i32,
+        partition_epoch: i32,
+        isr: Vec<i32>,
+    },
     /// `None` partitions means all; `preferred` false means unclean.
-    ElectLeaders { preferred: bool, partitions: Option<Vec<(String, i32)>> },
+    ElectLeaders {
+        preferred: bool,
+        partitions: Option<Vec<(String, i32)>>,
+    },
     DescribeQuorum,
     /// Committed metadata from offset `from` on (for nodes that don't vote).
-    FetchMetadata { from: u64 },
+    FetchMetadata {
+        from: u64,
+    },
 }
 
 /// The quorum as DescribeQuorum reports it.
@@ -64,17 +102,42 @@ pub struct QuorumInfo {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Response {
     /// Done; the change is in the metadata log at `offset`.
-    Done { offset: u64 },
+    Done {
+        offset: u64,
+    },
     Failed(Error),
     /// Not the active controller; here's who is, if known.
-    NotController { leader: Option<i32> },
-    Registered { epoch: u64 },
-    Heartbeat { fenced: bool, shutdown_ready: bool },
-    Topics { results: Vec<Result<TopicImage, Error>>, offset: u64 },
-    Each { results: Vec<Result<(), Error>>, offset: u64 },
-    Partition { state: PartitionState, offset: u64 },
-    Elected { results: Vec<(String, i32, Result<(), Error>)>, offset: u64 },
+    NotController {
+        leader: Option<i32>,
+    },
+    Registered {
+        epoch: u64,
+    },
+    Heartbeat {
+        fenced: bool,
+        shutdown_ready: bool,
+    },
+    Topics {
+        results: Vec<Result<TopicImage, Error>>,
+        offset: u64,
+    },
+    Each {
+        results: Vec<Result<(), Error>>,
+        offset: u64,
+    },
+    Partition {
+        state: PartitionState,
+        offset: u64,
+    },
+    Elected {
+        results: Vec<(String, i32, Result<(), Error>)>,
+        offset: u64,
+    },
     Quorum(QuorumInfo),
-    Batches { batches: Vec<(u64, RecordBatch)> },
-    Snapshot { image: Vec<u8> },
+    Batches {
+        batches: Vec<(u64, RecordBatch)>,
+    },
+    Snapshot {
+        image: Vec<u8>,
+    },
 }

@@ -146,7 +146,9 @@ impl Controller {
             let t = img.topics.get(name).ok_or(Error::UnknownTopicOrPartition)?;
             let current = t.partitions.len() as i32;
             if count < current {
-                return Err(Error::InvalidPartitions(format!("topic currently has {current} partitions, {count} would not be an increase")));
+                return Err(Error::InvalidPartitions(format!(
+                    "topic currently has {current} partitions, {count} would not be an increase"
+                )));
             }
             if count == current {
                 return Err(Error::InvalidPartitions(format!("topic already has {current} partitions")));

@@ -75,6 +75,8 @@ struct Inner {
 /// The coordinator for every group on this broker.
 pub struct Coordinator {
     inner: Mutex<Inner>,
+    /// The `__consumer_offsets` partitions this broker leads, whose groups it coordinates.
+    owned: Mutex<std::collections::HashSet<i32>>,
     pub config: GroupConfig,
     pub consumer_config: ConsumerConfig,
     offsets_partitions: i32,
@@ -112,7 +114,7 @@ fn offset_records(broker: &Broker, group_id: &str, items: Vec<CommitItem>, now: 
     for it in items {
         let check = if it.metadata.as_ref().is_some_and(|m| m.len() > MAX_METADATA) {
             Err(Error::OffsetMetadataTooLarge)
-        } else if broker.partition(&it.topic, it.partition).is_none() {
+        } else if broker.topic(&it.topic).is_none_or(|t| it.partition < 0 || it.partition >= t.record.partitions) {
             Err(Error::UnknownTopicOrPartition)
         } else {
             Ok(())
@@ -149,7 +151,14 @@ fn dispatch(inner: &mut Inner, replies: Vec<Reply>) {
 
 impl Coordinator {
     pub fn new(config: GroupConfig, consumer_config: ConsumerConfig, offsets_partitions: i32, retention_ms: i64) -> Coordinator {
-        Coordinator { inner: Mutex::new(Inner::default()), config, consumer_config, offsets_partitions, retention_ms }
+        Coordinator {
+            inner: Mutex::new(Inner::default()),
+            owned: Mutex::new(Default::default()),
+            config,
+            consumer_config,
+            offsets_partitions,
+            retention_ms,
+        }
     }
 
     fn ticket(inner: &mut Inner) -> (Ticket, oneshot::Receiver<Reply>) {

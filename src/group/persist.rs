@@ -1,7 +1,7 @@
 //! Rebuilding group state from `__consumer_offsets` at startup, and expiring old
 //! committed offsets.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use bytes::Bytes;
 
@@ -49,27 +49,88 @@ impl Coordinator {
         }
     }
 
-    /// Rebuilds groups and offsets from `__consumer_offsets`.
-    pub fn load(&self, broker: &Broker) -> Result<()> {
+    /// Follows leadership of `__consumer_offsets`: a partition this broker now leads has
+    /// its groups loaded from its log; one it no longer leads has its groups dropped.
+    pub fn sync_ownership(&self, broker: &Broker) {
+        let Some(topic) = broker.topic(OFFSETS_TOPIC) else { return };
+        let led: HashSet<i32> = topic.local().filter(|p| p.is_leader()).map(|p| p.index).collect();
+        let (gained, lost): (HashSet<i32>, HashSet<i32>) = {
+            let owned = self.owned.lock();
+            (led.difference(&owned).copied().collect(), owned.difference(&led).copied().collect())
+        };
+        if gained.is_empty() && lost.is_empty() {
+            return;
+        }
+        let n = self.offsets_partitions;
+        {
+            let mut inner = self.inner.lock();
+            inner.groups.retain(|g, _| {
+                let p = store::partition_for(g, n);
+                !lost.contains(&p) && !gained.contains(&p)
+            });
+        }
+        if let Err(e) = self.load(broker, &gained) {
+            tracing::warn!(error = %e, "could not load group state");
+        }
+        *self.owned.lock() = led;
+        if !lost.is_empty() {
+            tracing::info!(partitions = ?lost, "no longer the coordinator for these {OFFSETS_TOPIC} partitions");
+        }
+    }
+
+    /// Waits until everything written so far for `group` is on its partition's whole ISR,
+    /// as Kafka acknowledges commits only with acks=all.
+    pub async fn wait_durable(&self, broker: &Broker, group: &str) -> Result<()> {
         let Some(topic) = broker.topic(OFFSETS_TOPIC) else { return Ok(()) };
+        let Some(p) = topic.partition(self.offsets_partition(group)) else { return Ok(()) };
+        let leo = p.fetch_position().0;
+        if leo == 0 || p.high_watermark() >= leo {
+            return Ok(());
+        }
+        // Followers long-poll; wake them for the new records.
+        broker.appended.notify_waiters();
+        p.wait_replicated(leo - 1, 1, std::time::Duration::from_secs(10)).await
+    }
+
+    /// Is this broker the coordinator of `group` (it leads the group's partition)?
+    pub fn check_coordinator(&self, broker: &Broker, group: &str) -> Result<()> {
+        if broker.topic(OFFSETS_TOPIC).is_none() {
+            // Created on first use; whoever then leads the group's partition coordinates it.
+            return Ok(());
+        }
+        if self.owned.lock().contains(&self.offsets_partition(group)) {
+            Ok(())
+        } else {
+            Err(Error::NotCoordinator)
+        }
+    }
+
+    /// Rebuilds groups and offsets from the given `__consumer_offsets` partitions.
+    fn load(&self, broker: &Broker, only: &HashSet<i32>) -> Result<()> {
+        let Some(topic) = broker.topic(OFFSETS_TOPIC) else { return Ok(()) };
+        if only.is_empty() {
+            return Ok(());
+        }
         let now = now_ms();
         let mut groups: HashMap<String, Option<GroupValue>> = HashMap::new();
         let mut moderns: HashMap<String, Option<ConsumerGroupValue>> = HashMap::new();
         type PendingOffsets = Vec<((String, String, i32), Option<OffsetValue>)>;
         let mut txn_pending: HashMap<i64, PendingOffsets> = HashMap::new();
         let mut offsets: HashMap<(String, String, i32), Option<OffsetValue>> = HashMap::new();
-        for p in topic.local() {
+        for p in topic.local().filter(|p| only.contains(&p.index)) {
             let mut offset = p.with_state(|s| s.log.log_start_offset());
             loop {
-                let data = match p.fetch(offset, 4 << 20, true, -1) {
-                    Ok(d) => d,
+                // Up to the log end, not the high watermark: a new leader holds everything
+                // its ISR had, even what the HW has not caught up with yet.
+                let data = match p.with_state(|s| s.log.read(offset, s.log.log_end_offset(), 4 << 20, true)) {
+                    Ok(d) => d.bytes,
                     Err(Error::OffsetOutOfRange(_)) => break,
                     Err(e) => return Err(e),
                 };
-                if data.records.is_empty() {
+                if data.is_empty() {
                     break;
                 }
-                for b in records::batches(&data.records) {
+                for b in records::batches(&data) {
                     let Some((h, recs)) = records::parse(b) else { continue };
                     offset = h.last_offset() + 1;
                     if h.is_control() {
@@ -166,7 +227,7 @@ impl Coordinator {
                 .collect();
             inner.pending_txn.insert(pid, list);
         }
-        tracing::info!(groups = inner.groups.len(), offsets = count, "loaded group state from {OFFSETS_TOPIC}");
+        tracing::info!(partitions = only.len(), groups = inner.groups.len(), offsets = count, "loaded group state from {OFFSETS_TOPIC}");
         Ok(())
     }
 }

@@ -75,7 +75,8 @@ impl Image {
                 }
             }
             Record::Topic { name, id, configs } => {
-                self.topics.insert(name.clone(), TopicImage { name: name.clone(), id: *id, configs: configs.clone(), partitions: Vec::new() });
+                self.topics
+                    .insert(name.clone(), TopicImage { name: name.clone(), id: *id, configs: configs.clone(), partitions: Vec::new() });
             }
             Record::Partition { topic_id, index, state } | Record::PartitionChange { topic_id, index, state, .. } => {
                 if let Some(t) = self.topic_by_id_mut(*topic_id) {
@@ -249,14 +250,7 @@ mod tests {
     #[test]
     fn fencing_names_an_epoch() {
         let mut img = Image::default();
-        let reg = Record::RegisterBroker {
-            id: 1,
-            incarnation: Uuid::nil(),
-            host: "h".into(),
-            port: 1,
-            rack: None,
-            controller: true,
-        };
+        let reg = Record::RegisterBroker { id: 1, incarnation: Uuid::nil(), host: "h".into(), port: 1, rack: None, controller: true };
         img.apply(5, &reg);
         assert!(!img.is_live(1), "a new registration starts fenced");
         img.apply(6, &Record::UnfenceBroker { id: 1, epoch: 4 });

@@ -241,7 +241,12 @@ impl Partition {
         if h.has_producer_id() {
             if let Check::Duplicate(base_offset) = st.producers.check(&h)? {
                 // acks=all waits for the original's first offset: its batch is all or nothing.
-                return Ok(AppendInfo { base_offset, last_offset: base_offset, log_append_time: -1, log_start_offset: st.log.log_start_offset() });
+                return Ok(AppendInfo {
+                    base_offset,
+                    last_offset: base_offset,
+                    log_append_time: -1,
+                    log_start_offset: st.log.log_start_offset(),
+                });
             }
         }
         let base_offset = st.log.log_end_offset();
@@ -489,7 +494,8 @@ mod tests {
 
     fn open(dir: &Path, clean: bool) -> Partition {
         let p = Partition::open("t", 0, Uuid::nil(), dir, LogConfig::default(), AppendConfig::default(), clean, 1000).unwrap();
-        let lead = crate::metadata::records::PartitionState { replicas: vec![1], isr: vec![1], leader: 1, leader_epoch: 0, partition_epoch: 0 };
+        let lead =
+            crate::metadata::records::PartitionState { replicas: vec![1], isr: vec![1], leader: 1, leader_epoch: 0, partition_epoch: 0 };
         p.set_replica_state(&lead, 1);
         p
     }

@@ -71,7 +71,8 @@ impl Partition {
         let mut st = self.state.lock();
         let became_leader = ps.leader == me && (!st.replicas.is_leader() || st.leader_epoch != ps.leader_epoch);
         st.leader_epoch = ps.leader_epoch;
-        st.replicas = ReplicaSet { me, leader: ps.leader, replicas: ps.replicas.clone(), isr: ps.isr.clone(), partition_epoch: ps.partition_epoch };
+        st.replicas =
+            ReplicaSet { me, leader: ps.leader, replicas: ps.replicas.clone(), isr: ps.isr.clone(), partition_epoch: ps.partition_epoch };
         if became_leader {
             let leo = st.log.log_end_offset();
             if let Err(e) = st.epochs.assign(ps.leader_epoch, leo) {
@@ -137,7 +138,8 @@ impl Partition {
             return None;
         }
         let leo = st.log.log_end_offset();
-        let f = st.followers.entry(replica).or_insert(Follower { leo: -1, caught_up_ms: now_ms, prev_leader_leo: -1, prev_fetch_ms: now_ms });
+        let f =
+            st.followers.entry(replica).or_insert(Follower { leo: -1, caught_up_ms: now_ms, prev_leader_leo: -1, prev_fetch_ms: now_ms });
         f.leo = offset.min(leo);
         // Caught up if it has everything now, or everything the leader had at its previous fetch.
         if offset >= leo {

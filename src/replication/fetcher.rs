@@ -102,9 +102,9 @@ fn build_request(list: &[Arc<Partition>], s: &Settings) -> FetchRequest {
             .with_partition_max_bytes(s.partition_max_bytes);
         match topics.iter_mut().find(|t| *t.topic.0 == *p.topic) {
             Some(t) => t.partitions.push(fp),
-            None => topics.push(
-                FetchTopic::default().with_topic(TopicName(StrBytes::from_string(p.topic.clone()))).with_partitions(vec![fp]),
-            ),
+            None => {
+                topics.push(FetchTopic::default().with_topic(TopicName(StrBytes::from_string(p.topic.clone()))).with_partitions(vec![fp]))
+            }
         }
     }
     FetchRequest::default()

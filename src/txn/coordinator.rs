@@ -102,7 +102,10 @@ impl TxnCoordinator {
         let p = partition_for(&m.id, topic.record.partitions);
         let value = serde_json::to_vec(m).expect("serializable");
         let key = key_bytes(&m.id);
-        topic.partition(p).ok_or(Error::CoordinatorNotAvailable)?.append_internal(&records::build(&[(Some(&key), Some(&value))], now_ms()), now_ms())?;
+        topic
+            .partition(p)
+            .ok_or(Error::CoordinatorNotAvailable)?
+            .append_internal(&records::build(&[(Some(&key), Some(&value))], now_ms()), now_ms())?;
         Ok(())
     }
 
