@@ -14,6 +14,7 @@ mod metadata;
 mod offsets;
 mod produce;
 mod quorum;
+mod reassign;
 mod txn;
 
 use std::sync::Arc;
@@ -134,6 +135,8 @@ apis! {
     OffsetForLeaderEpoch: OffsetForLeaderEpochRequest => leaders::offset_for_leader_epoch [2, 4] always;
     ElectLeaders: ElectLeadersRequest => leaders::elect_leaders [0, 2] always;
     DescribeQuorum: DescribeQuorumRequest => quorum::describe_quorum [0, 2] always;
+    AlterPartitionReassignments: AlterPartitionReassignmentsRequest => reassign::alter [0, 1] always;
+    ListPartitionReassignments: ListPartitionReassignmentsRequest => reassign::list [0, 0] always;
 }
 
 /// The versions of `key` this broker serves.

@@ -71,6 +71,69 @@ pub fn preferred(cur: &PartitionState, live: &dyn Fn(i32) -> bool) -> Result<Cha
     Ok(Change { state: next, unclean: false })
 }
 
+/// Starts a reassignment of `cur` to `target`, replacing one in progress; `None` cancels.
+/// New replicas join `replicas` (and fetch) at once; the switch-over waits for them to
+/// be in sync (see [`complete_reassignment`]) unless nothing is being added.
+pub fn reassign(cur: &PartitionState, target: Option<&[i32]>, live: &dyn Fn(i32) -> bool) -> Result<PartitionState> {
+    let original: Vec<i32> = cur.replicas.iter().copied().filter(|r| !cur.adding.contains(r)).collect();
+    let mut next = cur.clone();
+    next.partition_epoch += 1;
+    match target {
+        None => {
+            if cur.adding.is_empty() && cur.removing.is_empty() {
+                return Err(Error::NoReassignmentInProgress);
+            }
+            next.replicas = original;
+            next.adding.clear();
+            next.removing.clear();
+            next.isr.retain(|r| next.replicas.contains(r));
+            fix_leader(&mut next, cur, live);
+            Ok(next)
+        }
+        Some(t) => {
+            next.adding = t.iter().copied().filter(|r| !original.contains(r)).collect();
+            next.removing = original.iter().copied().filter(|r| !t.contains(r)).collect();
+            next.replicas = t.to_vec();
+            next.replicas.extend(original.iter().copied().filter(|r| !t.contains(r)));
+            next.isr.retain(|r| next.replicas.contains(r));
+            Ok(complete_reassignment(&next, live).unwrap_or(next))
+        }
+    }
+}
+
+/// Finishes a reassignment once every added replica is in the ISR: the removed replicas
+/// go, and leadership moves if the leader was one of them.
+pub fn complete_reassignment(cur: &PartitionState, live: &dyn Fn(i32) -> bool) -> Option<PartitionState> {
+    if cur.adding.is_empty() && cur.removing.is_empty() {
+        return None;
+    }
+    if cur.adding.iter().any(|r| !cur.isr.contains(r)) {
+        return None;
+    }
+    let mut next = cur.clone();
+    next.replicas.retain(|r| !cur.removing.contains(r));
+    next.isr.retain(|r| !cur.removing.contains(r));
+    if next.isr.is_empty() {
+        // Nothing in sync would remain: wait for the new replicas.
+        return None;
+    }
+    next.adding.clear();
+    next.removing.clear();
+    next.partition_epoch = cur.partition_epoch + 1;
+    fix_leader(&mut next, cur, live);
+    Some(next)
+}
+
+/// Keeps the leader if it is still a replica in sync, else elects one; bumps the epoch on change.
+fn fix_leader(next: &mut PartitionState, cur: &PartitionState, live: &dyn Fn(i32) -> bool) {
+    if !(next.leader >= 0 && next.replicas.contains(&next.leader) && next.isr.contains(&next.leader)) {
+        next.leader = next.replicas.iter().copied().find(|b| next.isr.contains(b) && live(*b)).unwrap_or(-1);
+    }
+    if next.leader != cur.leader {
+        next.leader_epoch = cur.leader_epoch + 1;
+    }
+}
+
 /// Places `partitions` partitions of `rf` replicas each on `brokers` (id, rack), spreading
 /// leaders and followers evenly, as Kafka does: brokers are ordered so racks alternate, the
 /// first replica walks the list, and followers shift by one more every full round, so no two
@@ -138,13 +201,23 @@ mod tests {
     use super::*;
 
     fn st(replicas: &[i32], isr: &[i32], leader: i32) -> PartitionState {
-        PartitionState { replicas: replicas.to_vec(), isr: isr.to_vec(), leader, leader_epoch: 3, partition_epoch: 7 }
+        PartitionState { replicas: replicas.to_vec(), isr: isr.to_vec(), leader, leader_epoch: 3, partition_epoch: 7, ..Default::default() }
     }
 
     #[test]
     fn a_dead_leader_is_replaced_from_the_isr_with_a_new_epoch() {
         let c = on_broker_gone(&st(&[1, 2, 3], &[1, 2, 3], 1), 1, &|b| b != 1, false).unwrap();
-        assert_eq!(c.state, PartitionState { replicas: vec![1, 2, 3], isr: vec![2, 3], leader: 2, leader_epoch: 4, partition_epoch: 8 });
+        assert_eq!(
+            c.state,
+            PartitionState {
+                replicas: vec![1, 2, 3],
+                isr: vec![2, 3],
+                leader: 2,
+                leader_epoch: 4,
+                partition_epoch: 8,
+                ..Default::default()
+            }
+        );
         assert!(!c.unclean);
     }
 
@@ -175,6 +248,32 @@ mod tests {
         assert_eq!(preferred(&st(&[1, 2], &[1, 2], 1), &|_| true), Err(Error::ElectionNotNeeded));
         assert_eq!(preferred(&st(&[1, 2], &[2], 2), &|_| true), Err(Error::PreferredLeaderNotAvailable));
         assert_eq!(preferred(&st(&[1, 2], &[1, 2], 2), &|_| true).unwrap().state.leader, 1);
+    }
+
+    #[test]
+    fn a_reassignment_adds_first_and_switches_over_when_in_sync() {
+        let cur = st(&[1], &[1], 1);
+        let started = reassign(&cur, Some(&[2, 3]), &|_| true).unwrap();
+        assert_eq!((started.replicas.clone(), started.adding.clone(), started.removing.clone()), (vec![2, 3, 1], vec![2, 3], vec![1]));
+        assert_eq!(started.leader, 1, "the old leader serves until the switch");
+        assert!(complete_reassignment(&started, &|_| true).is_none(), "the new replicas are not in sync yet");
+        let mut synced = started.clone();
+        synced.isr = vec![1, 2, 3];
+        let done = complete_reassignment(&synced, &|_| true).unwrap();
+        assert_eq!((done.replicas.clone(), done.isr.clone(), done.leader), (vec![2, 3], vec![2, 3], 2));
+        assert!(done.adding.is_empty() && done.removing.is_empty());
+        assert_eq!(done.leader_epoch, cur.leader_epoch + 1);
+        // Cancelling restores the original replicas.
+        let back = reassign(&started, None, &|_| true).unwrap();
+        assert_eq!((back.replicas.clone(), back.isr.clone(), back.leader), (vec![1], vec![1], 1));
+        assert_eq!(reassign(&back, None, &|_| true), Err(Error::NoReassignmentInProgress));
+    }
+
+    #[test]
+    fn a_reassignment_that_only_removes_completes_at_once() {
+        let done = reassign(&st(&[1, 2, 3], &[1, 2, 3], 1), Some(&[2, 3]), &|_| true).unwrap();
+        assert_eq!((done.replicas.clone(), done.isr.clone(), done.leader), (vec![2, 3], vec![2, 3], 2));
+        assert!(done.adding.is_empty() && done.removing.is_empty());
     }
 
     #[test]

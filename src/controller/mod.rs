@@ -95,6 +95,7 @@ impl Controller {
                 self.alter_partition(broker, epoch, topic_id, index, leader_epoch, partition_epoch, isr).await
             }
             Request::ElectLeaders { preferred, partitions } => self.elect_leaders(preferred, partitions).await,
+            Request::AlterReassignments { items } => self.alter_reassignments(items).await,
             Request::FetchMetadata { .. } | Request::DescribeQuorum => unreachable!("answered above"),
         };
         match r {
@@ -217,7 +218,13 @@ impl Controller {
             next.isr = isr;
             next.partition_epoch += 1;
             tracing::info!(topic = %t.name, partition = index, from = ?cur.isr, to = ?next.isr, "ISR changed");
-            next
+            match election::complete_reassignment(&next, &|b| img.is_live(b)) {
+                Some(done) => {
+                    tracing::info!(topic = %t.name, partition = index, replicas = ?done.replicas, leader = done.leader, "reassignment completed");
+                    done
+                }
+                None => next,
+            }
         };
         let offset = self.quorum.propose(vec![Record::PartitionChange { topic_id, index, state: change.clone(), unclean: false }]).await?;
         Ok(Response::Partition { state: change, offset })
@@ -262,6 +269,31 @@ impl Controller {
         };
         let offset = if recs.is_empty() { self.image().read().offset } else { self.quorum.propose(recs).await? };
         Ok(Response::Elected { results, offset })
+    }
+
+    async fn alter_reassignments(&self, items: Vec<(String, i32, Option<Vec<i32>>)>) -> Result<Response> {
+        let mut recs = Vec::new();
+        let results: Vec<Result<()>> = {
+            let img = self.image();
+            let img = img.read();
+            let live = |b: i32| img.is_live(b);
+            items
+                .iter()
+                .map(|(name, index, target)| {
+                    let t = img.topics.get(name).ok_or(Error::UnknownTopicOrPartition)?;
+                    let cur = t.partitions.get(*index as usize).ok_or(Error::UnknownTopicOrPartition)?;
+                    if let Some(target) = target {
+                        topics::check_replicas(&img, target)?;
+                    }
+                    let next = election::reassign(cur, target.as_deref(), &live)?;
+                    tracing::info!(topic = %name, partition = index, from = ?cur.replicas, to = ?next.replicas, adding = ?next.adding, removing = ?next.removing, "reassignment");
+                    recs.push(Record::PartitionChange { topic_id: t.id, index: *index, state: next, unclean: false });
+                    Ok(())
+                })
+                .collect()
+        };
+        let offset = if recs.is_empty() { self.image().read().offset } else { self.quorum.propose(recs).await? };
+        Ok(Response::Each { results, offset })
     }
 
     /// The leader's periodic duties: fence silent brokers, rebalance leadership.

@@ -76,6 +76,10 @@ pub enum Request {
         partition_epoch: i32,
         isr: Vec<i32>,
     },
+    /// (topic, partition, target replicas or `None` to cancel).
+    AlterReassignments {
+        items: Vec<(String, i32, Option<Vec<i32>>)>,
+    },
     /// `None` partitions means all; `preferred` false means unclean.
     ElectLeaders {
         preferred: bool,

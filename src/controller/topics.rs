@@ -104,6 +104,7 @@ impl Controller {
                 replicas,
                 leader_epoch: 0,
                 partition_epoch: 0,
+                ..Default::default()
             })
             .collect();
         Ok(TopicImage { name: req.name.clone(), id: Uuid::new_v4(), configs: req.configs.clone(), partitions })
@@ -184,6 +185,7 @@ impl Controller {
                         replicas,
                         leader_epoch: 0,
                         partition_epoch: 0,
+                        ..Default::default()
                     },
                 })
                 .collect::<Vec<_>>()
@@ -218,7 +220,7 @@ impl Controller {
 }
 
 /// A manual assignment must name distinct, registered brokers.
-fn check_replicas(img: &Image, replicas: &[i32]) -> Result<()> {
+pub(super) fn check_replicas(img: &Image, replicas: &[i32]) -> Result<()> {
     let mut seen = replicas.to_vec();
     seen.sort_unstable();
     seen.dedup();

@@ -190,6 +190,7 @@ mod tests {
                         leader: broker,
                         leader_epoch: i as i32,
                         partition_epoch: i as i32,
+                        ..Default::default()
                     };
                     let index = rng.below(4) as i32;
                     if rng.below(2) == 0 {

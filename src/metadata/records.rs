@@ -34,7 +34,7 @@ pub struct RecordBatch {
 }
 
 /// The full state of one partition, as the controller decides it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct PartitionState {
     pub replicas: Vec<i32>,
     pub isr: Vec<i32>,
@@ -43,6 +43,12 @@ pub struct PartitionState {
     pub leader_epoch: i32,
     /// Bumped on every change, so stale ISR updates can be refused.
     pub partition_epoch: i32,
+    /// During a reassignment: replicas being added (they are in `replicas` already).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adding: Vec<i32>,
+    /// During a reassignment: replicas to remove once the added ones are in sync.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removing: Vec<i32>,
 }
 
 /// One metadata change.

@@ -494,8 +494,14 @@ mod tests {
 
     fn open(dir: &Path, clean: bool) -> Partition {
         let p = Partition::open("t", 0, Uuid::nil(), dir, LogConfig::default(), AppendConfig::default(), clean, 1000).unwrap();
-        let lead =
-            crate::metadata::records::PartitionState { replicas: vec![1], isr: vec![1], leader: 1, leader_epoch: 0, partition_epoch: 0 };
+        let lead = crate::metadata::records::PartitionState {
+            replicas: vec![1],
+            isr: vec![1],
+            leader: 1,
+            leader_epoch: 0,
+            partition_epoch: 0,
+            ..Default::default()
+        };
         p.set_replica_state(&lead, 1);
         p
     }

@@ -17,7 +17,7 @@ fn batch(tag: i64) -> Vec<u8> {
 }
 
 fn state(leader: i32, epoch: i32, isr: &[i32]) -> PartitionState {
-    PartitionState { replicas: vec![1, 2], isr: isr.to_vec(), leader, leader_epoch: epoch, partition_epoch: epoch }
+    PartitionState { replicas: vec![1, 2], isr: isr.to_vec(), leader, leader_epoch: epoch, partition_epoch: epoch, ..Default::default() }
 }
 
 /// One fetch round as the fetcher and the leader's fetch handler do it. Returns false

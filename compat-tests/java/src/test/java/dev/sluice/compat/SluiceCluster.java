@@ -394,6 +394,11 @@ final class SluiceCluster implements AutoCloseable {
         return node(id).logFile;
     }
 
+    /** Node {@code id}'s {@code --data-dir}. */
+    Path dataDir(int id) {
+        return node(id).dataDir;
+    }
+
     String logTail(int id, int lines) {
         Path file = node(id).logFile;
         try {
