@@ -216,6 +216,12 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
             }),
         );
         let c = sluice::controller::Controller::new(quorum, cfg.clone());
+        if voters.is_empty() {
+            // A data dir from before the metadata log: carry its topics over.
+            if let Some(recs) = sluice::metadata::legacy_records(&data_dir, node_id)? {
+                c.bootstrap_from(recs, data_dir.join("metadata.json"));
+            }
+        }
         if let Some(addr) = controller_addr.filter(|_| !voters.is_empty()) {
             let l = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr} (controller)"))?;
             tokio::spawn(sluice::controller::net::serve(l, c.clone(), stop_rx.clone()));

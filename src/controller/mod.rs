@@ -38,6 +38,9 @@ pub struct Controller {
     heartbeats: Mutex<HashMap<i32, i64>>,
     ops: tokio::sync::Mutex<()>,
     last_rebalance: Mutex<i64>,
+    /// Records the first active controller writes along with the cluster id (a migrated
+    /// single-broker `metadata.json`), and the file to retire once they are in the log.
+    bootstrap: Mutex<Option<(Vec<Record>, std::path::PathBuf)>>,
 }
 
 impl Controller {
@@ -48,7 +51,14 @@ impl Controller {
             heartbeats: Mutex::new(HashMap::new()),
             ops: tokio::sync::Mutex::new(()),
             last_rebalance: Mutex::new(now_ms()),
+            bootstrap: Mutex::new(None),
         })
+    }
+
+    /// Has the first active controller write `records` (which must begin with the cluster
+    /// id) instead of a fresh cluster id, then rename `file` to `*.migrated`.
+    pub fn bootstrap_from(&self, records: Vec<Record>, file: std::path::PathBuf) {
+        *self.bootstrap.lock() = Some((records, file));
     }
 
     fn image(&self) -> Arc<RwLock<Image>> {
@@ -305,9 +315,21 @@ impl Controller {
         let _turn = self.ops.lock().await;
         if self.image().read().cluster_id.is_none() {
             // The first active controller names the cluster; a later duplicate is ignored on apply.
-            let id = crate::metadata::new_cluster_id();
-            match self.quorum.propose(vec![Record::ClusterId { id: id.clone() }]).await {
-                Ok(_) => tracing::info!(cluster = %id, "new cluster"),
+            let boot = self.bootstrap.lock().clone();
+            let records = match &boot {
+                Some((recs, _)) => recs.clone(),
+                None => vec![Record::ClusterId { id: crate::metadata::new_cluster_id() }],
+            };
+            match self.quorum.propose(records).await {
+                Ok(_) => match boot {
+                    Some((recs, file)) => {
+                        let topics = recs.iter().filter(|r| matches!(r, Record::Topic { .. })).count();
+                        tracing::info!(topics, file = %file.display(), "migrated single-broker metadata into the metadata log");
+                        let _ = std::fs::rename(&file, file.with_extension("json.migrated"));
+                        *self.bootstrap.lock() = None;
+                    }
+                    None => tracing::info!(cluster = ?self.image().read().cluster_id, "new cluster"),
+                },
                 Err(e) => tracing::debug!(error = %e, "could not name the cluster yet"),
             }
             return;

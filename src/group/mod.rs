@@ -178,7 +178,9 @@ impl Coordinator {
         if recs.is_empty() {
             return Ok(());
         }
-        let topic = self.ensure_offsets_topic(broker)?;
+        // Never created here: callers hold the group lock, and creating the topic waits on
+        // metadata that takes the same lock. FindCoordinator creates it first, as in Kafka.
+        let topic = broker.topic(OFFSETS_TOPIC).ok_or(Error::CoordinatorNotAvailable)?;
         let p = store::partition_for(group, topic.record.partitions);
         let part = topic.partition(p).ok_or(Error::CoordinatorNotAvailable)?;
         let refs: Vec<(Option<&[u8]>, Option<&[u8]>)> = recs.iter().map(|(k, v)| (Some(k.as_slice()), v.as_deref())).collect();

@@ -95,8 +95,8 @@ impl Coordinator {
     /// Is this broker the coordinator of `group` (it leads the group's partition)?
     pub fn check_coordinator(&self, broker: &Broker, group: &str) -> Result<()> {
         if broker.topic(OFFSETS_TOPIC).is_none() {
-            // Created on first use; whoever then leads the group's partition coordinates it.
-            return Ok(());
+            // FindCoordinator creates it; until then there is no coordinator to ask.
+            return Err(Error::CoordinatorNotAvailable);
         }
         if self.owned.lock().contains(&self.offsets_partition(group)) {
             Ok(())
