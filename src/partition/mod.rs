@@ -94,6 +94,8 @@ pub struct State {
     pub epochs: crate::log::epochs::EpochCache,
     /// On the leader: each follower's progress.
     followers: std::collections::HashMap<i32, replica::Follower>,
+    /// On the leader: followers asked to be added to the ISR, not yet decided.
+    pending_isr: Vec<i32>,
 }
 
 impl State {
@@ -192,6 +194,7 @@ impl Partition {
             replicas: ReplicaSet::default(),
             epochs,
             followers: Default::default(),
+            pending_isr: Vec::new(),
         };
         for a in replayed {
             state.note_aborted(a)?;

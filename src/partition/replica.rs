@@ -70,6 +70,10 @@ impl Partition {
     pub fn set_replica_state(&self, ps: &PartitionState, me: i32) {
         let mut st = self.state.lock();
         let became_leader = ps.leader == me && (!st.replicas.is_leader() || st.leader_epoch != ps.leader_epoch);
+        if ps.partition_epoch != st.replicas.partition_epoch {
+            // The controller decided something about this partition: pending is settled.
+            st.pending_isr.clear();
+        }
         st.leader_epoch = ps.leader_epoch;
         st.replicas =
             ReplicaSet { me, leader: ps.leader, replicas: ps.replicas.clone(), isr: ps.isr.clone(), partition_epoch: ps.partition_epoch };
@@ -119,7 +123,9 @@ impl Partition {
         }
         let me = st.replicas.me;
         let mut hw = st.log.log_end_offset();
-        for r in &st.replicas.isr {
+        // The "maximal" ISR: a follower whose addition was asked for counts at once, so
+        // nothing is acknowledged that a member-to-be (which could soon be elected) lacks.
+        for r in st.replicas.isr.iter().chain(&st.pending_isr) {
             if *r != me {
                 hw = hw.min(st.followers.get(r).map_or(-1, |f| f.leo));
             }
@@ -153,6 +159,9 @@ impl Partition {
         self.advance_hw(&mut st);
         let epoch_start = st.epochs.end_offset_for(st.leader_epoch - 1, leo).1.max(0);
         if !st.replicas.isr.contains(&replica) && follower_leo >= st.high_watermark && follower_leo >= epoch_start {
+            if !st.pending_isr.contains(&replica) {
+                st.pending_isr.push(replica);
+            }
             let mut isr = st.replicas.isr.clone();
             isr.push(replica);
             return Some(IsrChange { leader_epoch: st.leader_epoch, partition_epoch: st.replicas.partition_epoch, isr });
@@ -163,11 +172,14 @@ impl Partition {
     /// On the leader: the ISR without followers that have not caught up for `max_lag_ms`,
     /// if any must go.
     pub fn isr_shrink(&self, now_ms: i64, max_lag_ms: i64) -> Option<IsrChange> {
-        let st = self.state.lock();
+        let mut st = self.state.lock();
         if !st.replicas.is_leader() {
             return None;
         }
         let me = st.replicas.me;
+        // A follower waiting to join that fell behind again no longer holds the HW back.
+        let State { pending_isr, followers, .. } = &mut *st;
+        pending_isr.retain(|r| followers.get(r).is_some_and(|f| now_ms - f.caught_up_ms <= max_lag_ms));
         let lagging: Vec<i32> = st
             .replicas
             .isr

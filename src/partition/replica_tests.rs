@@ -151,3 +151,28 @@ fn acks_all_is_refused_before_the_append_when_the_isr_is_too_small() {
     assert!(leader.append(&batch(2), 1, 1000).is_ok(), "acks=1 does not need the ISR");
     assert_eq!(leader.fetch_position().0, 1, "the refused batch was not written");
 }
+
+#[test]
+fn a_follower_being_added_to_the_isr_holds_the_high_watermark_at_once() {
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (leader, follower) = (open(d1.path()), open(d2.path()));
+    let now = crate::broker::now_ms();
+    leader.set_replica_state(&state(1, 0, &[1]), 1);
+    follower.set_replica_state(&state(1, 0, &[1]), 2);
+    leader.append(&batch(1), 1, now).unwrap();
+    while fetch_round(&leader, &follower, 2, now) {}
+    let (offset, _, _) = follower.fetch_position();
+    assert!(leader.follower_fetched(2, offset, now).is_some(), "caught up: the leader asks to add it");
+    // Until the controller answers, a record is acknowledged only once the newcomer has it
+    // too: it may be elected as soon as the addition commits.
+    let info = leader.append(&batch(2), -1, now).unwrap();
+    assert_eq!(leader.high_watermark(), info.last_offset, "held back for the pending member");
+    fetch_round(&leader, &follower, 2, now);
+    fetch_round(&leader, &follower, 2, now);
+    assert_eq!(leader.high_watermark(), info.last_offset + 1);
+    // A pending member that falls behind for the lag time stops holding it back.
+    let info = leader.append(&batch(3), -1, now).unwrap();
+    assert_eq!(leader.isr_shrink(now + 60_000, 30_000), None, "not in the ISR, so nothing to shrink");
+    leader.append(&batch(4), -1, now + 60_000).unwrap();
+    assert!(leader.high_watermark() > info.last_offset, "no longer waiting for it");
+}
