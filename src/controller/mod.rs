@@ -91,8 +91,15 @@ impl Controller {
         let r = match req {
             Request::Register { id, incarnation, host, port, rack, controller } => {
                 self.heartbeats.lock().insert(id, now_ms());
-                let rec = Record::RegisterBroker { id, incarnation, host, port, rack, controller };
-                self.quorum.propose(vec![rec]).await.map(|epoch| Response::Registered { epoch })
+                // A restarted broker may have lost what it had not flushed: its old self
+                // leaves the ISRs and gives up leadership before the new one registers.
+                let restarted = self.image().read().brokers.get(&id).is_some_and(|b| b.incarnation != incarnation);
+                let mut recs = if restarted { self.broker_gone_changes(id) } else { Vec::new() };
+                if restarted && !recs.is_empty() {
+                    tracing::info!(broker = id, partitions = recs.len(), "broker restarted: moving its leadership and ISR places");
+                }
+                recs.push(Record::RegisterBroker { id, incarnation, host, port, rack, controller });
+                self.quorum.propose(recs).await.map(|epoch| Response::Registered { epoch })
             }
             Request::Heartbeat { id, epoch, applied, shutting_down } => self.heartbeat(id, epoch, applied, shutting_down).await,
             Request::CreateTopics { topics, validate_only } => self.create_topics(topics, validate_only).await,

@@ -289,10 +289,12 @@ impl Partition {
         let mut st = self.state.lock();
         let before = st.log.log_end_offset();
         let leo = st.log.truncate_to(offset, now_ms)?;
+        // Even when no batch goes: an epoch this replica led without writing anything
+        // starts at its log end, and would make every fetch diverge again.
+        st.epochs.truncate_from(leo)?;
         if leo == before {
             return Ok(leo);
         }
-        st.epochs.truncate_from(leo)?;
         st.aborted.retain(|a| a.last < leo);
         let (producers, from, _) = load_producers(&st.log, None)?;
         st.producers = producers;

@@ -176,3 +176,25 @@ fn a_follower_being_added_to_the_isr_holds_the_high_watermark_at_once() {
     leader.append(&batch(4), -1, now + 60_000).unwrap();
     assert!(leader.high_watermark() > info.last_offset, "no longer waiting for it");
 }
+
+#[test]
+fn an_epoch_led_without_writes_does_not_make_every_fetch_diverge() {
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (b1, b2) = (open(d1.path()), open(d2.path()));
+    b1.set_replica_state(&state(1, 0, &[1, 2]), 1);
+    b2.set_replica_state(&state(1, 0, &[1, 2]), 2);
+    b1.append(&batch(1), 1, 1000).unwrap();
+    while fetch_round(&b1, &b2, 2, 1000) {}
+    // Broker 2 leads epoch 1 but writes nothing before it dies; broker 1 leads epoch 2.
+    b2.set_replica_state(&state(2, 1, &[2]), 2);
+    b1.set_replica_state(&state(1, 2, &[1]), 1);
+    b1.append(&batch(2), 1, 1000).unwrap();
+    // Broker 2 returns as a follower: one truncation (of nothing but its epoch 1), then it copies.
+    b2.set_replica_state(&state(1, 2, &[1]), 2);
+    let mut rounds = 0;
+    while fetch_round(&b1, &b2, 2, 2000) {
+        rounds += 1;
+        assert!(rounds < 5, "the follower keeps diverging");
+    }
+    assert_eq!(log_bytes(&b1), log_bytes(&b2));
+}

@@ -101,7 +101,11 @@ impl Broker {
                     // Wait until the change is applied here, so the next check sees it.
                     let _ = cluster.wait_applied(*offset, std::time::Duration::from_secs(10)).await;
                 }
-                other => tracing::info!(topic = %p.topic, partition = p.index, isr = ?change.isr, result = ?other, "ISR change not made"),
+                other => {
+                    tracing::info!(topic = %p.topic, partition = p.index, isr = ?change.isr, result = ?other, "ISR change not made");
+                    // Not again at once: what refused it (a fenced broker, a stale epoch) takes a moment to change.
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                }
             }
             pending.lock().remove(&key);
         });
