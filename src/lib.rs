@@ -15,3 +15,6 @@ pub mod net;
 pub mod partition;
 pub mod replication;
 pub mod txn;
+
+#[cfg(test)]
+mod testing;

@@ -11,21 +11,9 @@ use tempfile::TempDir;
 use super::quorum::{QuorumNode, Timing};
 use crate::metadata::image::Image;
 use crate::metadata::records::{Record, RecordBatch};
+use crate::testing::Rng;
 
 const TIMING: Timing = Timing { election_ticks: 10, heartbeat_ticks: 2 };
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
 
 struct Sim {
     dirs: Vec<TempDir>,

@@ -143,20 +143,7 @@ impl Image {
 mod tests {
     use super::*;
     use crate::metadata::records::RecordBatch;
-
-    /// A deterministic pseudo-random stream (xorshift), so failures replay exactly.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n.max(1)
-        }
-    }
+    use crate::testing::Rng;
 
     /// A plausible metadata log: brokers come and go, topics are created, changed, removed.
     fn random_log(seed: u64, len: usize) -> Vec<RecordBatch> {
