@@ -108,6 +108,7 @@ pub static KEYS: &[KeyDef] = &[
     key!("offsets.topic.replication.factor", Some("3"), Int, broker, false, "Replication factor of __consumer_offsets."),
     key!("transaction.max.timeout.ms", Some("900000"), Int, broker, false, "Longest transaction.timeout.ms a producer may ask for."),
     key!("transaction.state.log.num.partitions", Some("50"), Int, broker, false, "Partitions of __transaction_state."),
+    key!("transaction.state.log.replication.factor", Some("3"), Int, broker, false, "Replication factor of __transaction_state."),
     key!("group.initial.rebalance.delay.ms", Some("3000"), Int, broker, false, "Delay of a new group's first rebalance."),
     key!("group.min.session.timeout.ms", Some("6000"), Int, broker, false, "Shortest session timeout a member may ask for."),
     key!("group.max.session.timeout.ms", Some("1800000"), Int, broker, false, "Longest session timeout a member may ask for."),

@@ -79,7 +79,12 @@ impl Controller {
             if partitions <= 0 {
                 return Err(Error::InvalidPartitions(format!("number of partitions must be larger than 0, not {partitions}")));
             }
-            let rf = if req.replication_factor == -1 { cfg.get_i64("default.replication.factor") } else { req.replication_factor as i64 };
+            let default_rf = match req.name.as_str() {
+                "__consumer_offsets" => cfg.get_i64("offsets.topic.replication.factor"),
+                "__transaction_state" => cfg.get_i64("transaction.state.log.replication.factor"),
+                _ => cfg.get_i64("default.replication.factor"),
+            };
+            let rf = if req.replication_factor == -1 { default_rf } else { req.replication_factor as i64 };
             if rf <= 0 {
                 return Err(Error::InvalidReplicationFactor(format!("replication factor must be larger than 0, not {rf}")));
             }
