@@ -64,6 +64,7 @@ pub static KEYS: &[KeyDef] = &[
     key!("replica.lag.time.max.ms", Some("30000"), Long, broker, false, "Lag after which a follower leaves the ISR."),
     key!("replica.fetch.wait.max.ms", Some("500"), Int, broker, false, "Longest wait of a follower's fetch."),
     key!("replica.fetch.max.bytes", Some("1048576"), Int, broker, false, "Bytes a follower fetches per partition."),
+    key!("metrics.listener", Some(""), String, broker, false, "HOST:PORT serving metrics as text (Sluice's own key; empty: off)."),
     key!("num.partitions", Some("1"), Int, broker, false, "Partitions of an auto-created topic."),
     key!("default.replication.factor", Some("1"), Int, broker, false, "Replication factor of an auto-created topic."),
     key!("auto.create.topics.enable", Some("true"), Boolean, broker, false, "Create unknown topics on Metadata or Produce."),

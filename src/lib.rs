@@ -11,6 +11,7 @@ pub mod error;
 pub mod group;
 pub mod log;
 pub mod metadata;
+pub mod metrics;
 pub mod net;
 pub mod partition;
 pub mod replication;

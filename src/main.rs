@@ -292,6 +292,13 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
     let _ = caught_up.wait_for(|c| *c).await;
     broker.reconcile(true);
 
+    let metrics_at = cfg.get("metrics.listener");
+    if !metrics_at.is_empty() {
+        let addr = resolve(&metrics_at)?;
+        let l = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr} (metrics)"))?;
+        tracing::info!("metrics on http://{}/metrics", l.local_addr()?);
+        tokio::spawn(sluice::metrics::serve(l, broker.clone(), stop_rx.clone()));
+    }
     let server = tokio::spawn(sluice::net::serve(listener, broker.clone(), stop_rx.clone()));
     let background = tokio::spawn(broker.clone().run_background(stop_rx.clone()));
     tracing::info!(

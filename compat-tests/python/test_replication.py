@@ -223,8 +223,21 @@ def test_unclean_election_disabled_waits_for_the_isr(start_cluster):
           f"(ISR now {st.isr})")
 
 
+def _metric(c, node_id, name):
+    """A value from a node's metrics endpoint (its address is in its log)."""
+    import re
+    import urllib.request
+    m = re.findall(r"metrics on (http://[0-9.:]+/metrics)", c.node(node_id).log_text())
+    assert m, f"node {node_id} logged no metrics address"
+    text = urllib.request.urlopen(m[-1], timeout=5).read().decode()
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return int(line.split()[1])
+    raise AssertionError(f"{name} not in the metrics of node {node_id}:\n{text}")
+
+
 def test_unclean_election_enabled_elects_a_stale_replica(start_cluster):
-    c = start_cluster(5, settings=SETTINGS)
+    c = start_cluster(5, settings={**SETTINGS, "metrics.listener": "127.0.0.1:0"})
     topic = "unclean-on"
     leader, followers, b1, b2, epoch = _stale_followers_scenario(
         c, topic, {"min.insync.replicas": "1", "unclean.leader.election.enable": "true"})
@@ -236,6 +249,9 @@ def test_unclean_election_enabled_elects_a_stale_replica(start_cluster):
     assert _epoch(c, topic, 0, new) > epoch, "leader epoch not bumped by the unclean election"
     hits = c.grep_logs("unclean leader election")
     assert hits, "no node logged 'unclean leader election'"
+    # And counted: every node's metrics show it (the count is in the metadata image).
+    wait_until(lambda: _metric(c, new, "sluice_unclean_leader_elections_total") == 1, 10,
+               what="sluice_unclean_leader_elections_total = 1 on the new leader")
 
     # The records only the old leader had are gone; the earlier ones survive.
     values = _wait_values(c, topic, list(b1), "after the unclean election: exactly the 20 "
