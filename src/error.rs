@@ -141,12 +141,22 @@ pub enum Error {
     NotCoordinator,
     #[error("no reassignment in progress")]
     NoReassignmentInProgress,
+    #[error("another broker answered error code {0}")]
+    Remote(i16),
 }
 
 impl Error {
     /// The Kafka error code a client sees. This is the only place that mapping is made.
     pub fn code(&self) -> i16 {
-        self.kind().code()
+        match self {
+            Error::Remote(code) => *code,
+            other => other.kind().code(),
+        }
+    }
+
+    /// The error for a code another broker answered (None for 0).
+    pub fn from_code(code: i16) -> Option<Error> {
+        (code != 0).then_some(Error::Remote(code))
     }
 
     fn kind(&self) -> ResponseError {
@@ -219,6 +229,7 @@ impl Error {
             EligibleLeadersNotAvailable => ResponseError::EligibleLeadersNotAvailable,
             NotCoordinator => ResponseError::NotCoordinator,
             NoReassignmentInProgress => ResponseError::NoReassignmentInProgress,
+            Remote(c) => ResponseError::try_from_code(*c).unwrap_or(ResponseError::UnknownServerError),
         }
     }
 

@@ -77,15 +77,9 @@ trap 'exit 143' TERM
 
 # ------------------------------------------------------------------ Kafka tool classes
 # Fetched once into ./lib (kafka-tools + its runtime dependencies); refetched when pom.xml changes.
-stamp="$(sha256sum "$here/pom.xml" | cut -d' ' -f1)"
-if [ ! -f "$lib/kafka-tools-$kafka_version.jar" ] || [ "$(cat "$lib/.pom-sha256" 2>/dev/null)" != "$stamp" ]; then
-    echo "fetching kafka-tools $kafka_version and dependencies into $lib ..."
-    rm -rf "$lib"
-    if ! mvn -q -B -ntp -f "$here/pom.xml" dependency:copy-dependencies; then
-        fail "resolve org.apache.kafka:kafka-tools:$kafka_version with mvn"
-        finish
-    fi
-    echo "$stamp" > "$lib/.pom-sha256"
+if ! "$here/fetch-lib.sh"; then
+    fail "resolve org.apache.kafka:kafka-tools:$kafka_version with mvn"
+    finish
 fi
 
 list_jar() {

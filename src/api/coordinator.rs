@@ -1,7 +1,7 @@
 //! FindCoordinator and InitProducerId.
 //!
-//! A group's coordinator is the leader of its `__consumer_offsets` partition, as in
-//! Kafka. Transactions are coordinated by the broker asked (see the txn module).
+//! A group's coordinator is the leader of its `__consumer_offsets` partition, and a
+//! transactional id's the leader of its `__transaction_state` partition, as in Kafka.
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::*;
@@ -15,17 +15,12 @@ const TRANSACTION: i8 = 1;
 
 /// (node id, host, port) of the coordinator for `key`.
 fn coordinator_for(broker: &Broker, key_type: i8, key: &str) -> Result<(i32, String, i32)> {
-    let me = &broker.identity;
     match key_type {
         GROUP => {
             let topic = broker.groups.ensure_offsets_topic(broker)?;
-            let p = broker.groups.offsets_partition(key);
-            let leader = topic.states.get(p as usize).map_or(-1, |s| s.leader);
-            let img = broker.cluster.image();
-            let img = img.read();
-            img.brokers.get(&leader).filter(|b| !b.fenced).map(|b| (b.id, b.host.clone(), b.port)).ok_or(Error::CoordinatorNotAvailable)
+            broker.leader_endpoint(&topic, broker.groups.offsets_partition(key)).map_err(|_| Error::CoordinatorNotAvailable)
         }
-        TRANSACTION => Ok((me.node_id, me.host.clone(), me.port)),
+        TRANSACTION => broker.txns.coordinator_of(broker, key),
         other => Err(Error::InvalidRequest(format!("coordinator key type {other} is not supported"))),
     }
 }
@@ -64,7 +59,7 @@ pub async fn init_producer_id(ctx: &Ctx<'_>, req: InitProducerIdRequest) -> Init
     let r = InitProducerIdResponse::default();
     if let Some(id) = req.transactional_id.as_ref().filter(|t| !t.0.is_empty()) {
         let expected = (ctx.version >= 3 && req.producer_id.0 >= 0).then_some((req.producer_id.0, req.producer_epoch));
-        return match ctx.broker.txns.init_producer(ctx.broker, &id.0, req.transaction_timeout_ms, expected) {
+        return match ctx.broker.txns.init_producer(ctx.broker, &id.0, req.transaction_timeout_ms, expected).await {
             Ok((pid, epoch)) => r.with_producer_id(pid.into()).with_producer_epoch(epoch),
             Err(e) => r.with_error_code(e.for_old_clients(ctx.version >= 4).code()).with_producer_id((-1).into()).with_producer_epoch(-1),
         };

@@ -119,6 +119,7 @@ apis! {
     AddPartitionsToTxn: AddPartitionsToTxnRequest => txn::add_partitions [0, 5] always;
     AddOffsetsToTxn: AddOffsetsToTxnRequest => txn::add_offsets [0, 4] always;
     EndTxn: EndTxnRequest => txn::end_txn [0, 5] always;
+    WriteTxnMarkers: WriteTxnMarkersRequest => txn::write_txn_markers [1, 1] always;
     TxnOffsetCommit: TxnOffsetCommitRequest => txn::txn_offset_commit [0, 5] always;
     DescribeConfigs: DescribeConfigsRequest => configs::describe_configs [1, 4] always;
     AlterConfigs: AlterConfigsRequest => configs::alter_configs [0, 2] always;

@@ -3,6 +3,8 @@
 use kafka_protocol::messages::produce_response::{BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::*;
 
+use std::collections::HashMap;
+
 use super::{sb, Ctx};
 use crate::broker::now_ms;
 use crate::error::Error;
@@ -15,6 +17,7 @@ pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceRespons
     let mut responses = Vec::with_capacity(req.topic_data.len());
     // acks=all: (topic index, partition index, partition, last offset) to wait for.
     let mut waits = Vec::new();
+    let verified = verify_transactional(ctx, &req).await;
     for (ti, td) in req.topic_data.into_iter().enumerate() {
         let topic =
             if ctx.version >= 13 { broker.topic_by_id(td.topic_id).ok_or(Error::UnknownTopicId) } else { broker.auto_create(&td.name.0) };
@@ -29,15 +32,8 @@ pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceRespons
                     topic.as_ref().map_err(Clone::clone).and_then(|t| {
                         let p = t.get(pd.index)?;
                         let records = pd.records.as_deref().unwrap_or(&[]);
-                        if let Ok(h) = crate::log::batch::BatchHeader::parse(records) {
-                            if h.is_transactional() && !h.is_control() {
-                                if ctx.version >= 12 {
-                                    // Produce v12+ comes from transactions-v2 clients: add implicitly.
-                                    broker.txns.add_implicitly(broker, h.producer_id, h.producer_epoch, &p.topic, p.index)?;
-                                } else {
-                                    broker.txns.verify(h.producer_id, h.producer_epoch, &p.topic, p.index)?;
-                                }
-                            }
+                        if let Some(Err(e)) = verified.get(&(p.topic.clone(), p.index)) {
+                            return Err(e.clone());
                         }
                         let info = p.append(records, acks, now)?;
                         if acks == -1 {
@@ -109,4 +105,32 @@ pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceRespons
         return None;
     }
     Some(ProduceResponse::default().with_responses(responses))
+}
+
+/// Asks the transaction coordinator about each partition that gets a producer's first
+/// transactional batch (KIP-890): whether it is in the transaction, or, for Produce v12+
+/// (transactions v2 clients), to add it. Later batches of the same transaction find it
+/// open on the partition and need no question.
+async fn verify_transactional(ctx: &Ctx<'_>, req: &ProduceRequest) -> HashMap<(String, i32), crate::error::Result<()>> {
+    let broker = &**ctx.broker;
+    let txn_id = req.transactional_id.as_ref().map(|t| &*t.0);
+    let mut out = HashMap::new();
+    for td in &req.topic_data {
+        let topic = if ctx.version >= 13 { broker.topic_by_id(td.topic_id) } else { broker.topic(&td.name.0) };
+        let Some(topic) = topic else { continue };
+        for pd in &td.partition_data {
+            let Ok(h) = crate::log::batch::BatchHeader::parse(pd.records.as_deref().unwrap_or(&[])) else { continue };
+            if !h.is_transactional() || h.is_control() {
+                continue;
+            }
+            let Some(p) = topic.partition(pd.index) else { continue };
+            if p.in_txn(h.producer_id, h.producer_epoch) {
+                continue;
+            }
+            let add = ctx.version >= 12;
+            let r = crate::txn::verify::verify(broker, txn_id, h.producer_id, h.producer_epoch, &p.topic, p.index, add).await;
+            out.insert((p.topic.clone(), p.index), r);
+        }
+    }
+    out
 }

@@ -1,10 +1,14 @@
 //! Transactions: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, and
 //! the admin views ListTransactions, DescribeTransactions and DescribeProducers.
 
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::add_partitions_to_txn_response::{AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult};
 use kafka_protocol::messages::describe_producers_response::{PartitionResponse, ProducerState, TopicResponse};
 use kafka_protocol::messages::describe_transactions_response::{TopicData, TransactionState};
 use kafka_protocol::messages::txn_offset_commit_response::{TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic};
+use kafka_protocol::messages::write_txn_markers_response::{
+    WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
+};
 use kafka_protocol::messages::*;
 
 use super::{sb, Ctx};
@@ -15,16 +19,19 @@ fn code(r: crate::error::Result<()>, fenced_supported: bool) -> i16 {
     r.err().map_or(0, |e| e.for_old_clients(fenced_supported).code())
 }
 
-/// Per-partition codes for one transaction's partitions.
-fn partition_codes(
-    broker: &crate::broker::Broker,
-    topics: &[add_partitions_to_txn_request::AddPartitionsToTxnTopic],
-    result: impl Fn(&[(String, i32)]) -> crate::error::Result<()>,
-    fenced_ok: bool,
-) -> Vec<AddPartitionsToTxnTopicResult> {
+/// The partitions named, and those of them that don't exist.
+fn named(broker: &crate::broker::Broker, topics: &[AddPartitionsToTxnTopic]) -> (Vec<(String, i32)>, Vec<(String, i32)>) {
     let parts: Vec<(String, i32)> = topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), *p))).collect();
-    let unknown: Vec<&(String, i32)> = parts.iter().filter(|(t, p)| broker.partition(t, *p).is_none()).collect();
-    let r = if unknown.is_empty() { result(&parts) } else { Err(Error::OperationNotAttempted) };
+    let unknown = parts.iter().filter(|(t, p)| broker.topic(t).is_none_or(|t| *p < 0 || *p >= t.record.partitions)).cloned().collect();
+    (parts, unknown)
+}
+
+/// Per-partition results: `code` for each partition that exists.
+fn partition_codes(
+    topics: &[AddPartitionsToTxnTopic],
+    unknown: &[(String, i32)],
+    code: impl Fn(&str, i32) -> i16,
+) -> Vec<AddPartitionsToTxnTopicResult> {
     topics
         .iter()
         .map(|t| {
@@ -35,7 +42,7 @@ fn partition_codes(
                     let c = if unknown.iter().any(|(n, q)| n == &*t.name.0 && q == p) {
                         Error::UnknownTopicOrPartition.code()
                     } else {
-                        code(r.clone(), fenced_ok)
+                        code(&t.name.0, *p)
                     };
                     AddPartitionsToTxnPartitionResult::default().with_partition_index(*p).with_partition_error_code(c)
                 })
@@ -45,63 +52,96 @@ fn partition_codes(
         .collect()
 }
 
+/// Adds the partitions to the transaction (all or none), or says why not.
+async fn add_all(
+    broker: &crate::broker::Broker,
+    id: &str,
+    pid: i64,
+    epoch: i16,
+    topics: &[AddPartitionsToTxnTopic],
+    fenced_ok: bool,
+) -> Vec<AddPartitionsToTxnTopicResult> {
+    let (parts, unknown) = named(broker, topics);
+    let r = if unknown.is_empty() {
+        broker.txns.add_partitions(broker, id, pid, epoch, &parts).await
+    } else {
+        Err(Error::OperationNotAttempted)
+    };
+    let c = code(r, fenced_ok);
+    partition_codes(topics, &unknown, |_, _| c)
+}
+
 pub async fn add_partitions(ctx: &Ctx<'_>, req: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse {
-    let broker = ctx.broker;
+    let broker = &**ctx.broker;
     if ctx.version >= 4 {
         // The batched form brokers use: several transactions, each possibly verify-only.
-        let results = req
-            .transactions
-            .iter()
-            .map(|t| {
-                let topic_results = partition_codes(
-                    broker,
-                    &t.topics,
-                    |parts| {
-                        if t.verify_only {
-                            parts.iter().try_for_each(|(tp, p)| broker.txns.verify(t.producer_id.0, t.producer_epoch, tp, *p))
-                        } else {
-                            broker.txns.add_partitions(broker, &t.transactional_id.0, t.producer_id.0, t.producer_epoch, parts)
-                        }
-                    },
-                    true,
-                );
+        let mut results = Vec::with_capacity(req.transactions.len());
+        for t in &req.transactions {
+            let (id, pid, epoch) = (&t.transactional_id.0, t.producer_id.0, t.producer_epoch);
+            let topic_results = if t.verify_only {
+                let (_, unknown) = named(broker, &t.topics);
+                partition_codes(&t.topics, &unknown, |tp, p| code(broker.txns.verify(broker, id, pid, epoch, tp, p), true))
+            } else {
+                add_all(broker, id, pid, epoch, &t.topics, true).await
+            };
+            results.push(
                 add_partitions_to_txn_response::AddPartitionsToTxnResult::default()
                     .with_transactional_id(t.transactional_id.clone())
-                    .with_topic_results(topic_results)
-            })
-            .collect();
+                    .with_topic_results(topic_results),
+            );
+        }
         return AddPartitionsToTxnResponse::default().with_results_by_transaction(results);
     }
-    let topics = partition_codes(
+    let topics = add_all(
         broker,
+        &req.v3_and_below_transactional_id.0,
+        req.v3_and_below_producer_id.0,
+        req.v3_and_below_producer_epoch,
         &req.v3_and_below_topics,
-        |parts| {
-            broker.txns.add_partitions(
-                broker,
-                &req.v3_and_below_transactional_id.0,
-                req.v3_and_below_producer_id.0,
-                req.v3_and_below_producer_epoch,
-                parts,
-            )
-        },
         ctx.version >= 2,
-    );
+    )
+    .await;
     AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(topics)
 }
 
 pub async fn add_offsets(ctx: &Ctx<'_>, req: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse {
-    let b = ctx.broker;
+    let b = &**ctx.broker;
     let p = b.groups.offsets_partition(&req.group_id.0);
-    let r = b.groups.ensure_offsets_topic(b).and_then(|_| {
-        b.txns.add_partitions(b, &req.transactional_id.0, req.producer_id.0, req.producer_epoch, &[(OFFSETS_TOPIC.to_string(), p)])
-    });
+    let r = match b.groups.ensure_offsets_topic(b) {
+        Ok(_) => {
+            let part = [(OFFSETS_TOPIC.to_string(), p)];
+            b.txns.add_partitions(b, &req.transactional_id.0, req.producer_id.0, req.producer_epoch, &part).await
+        }
+        Err(e) => Err(e),
+    };
     AddOffsetsToTxnResponse::default().with_error_code(code(r, ctx.version >= 2))
+}
+
+/// WriteTxnMarkers: a transaction coordinator on another broker ends a transaction on
+/// partitions this broker leads.
+pub async fn write_txn_markers(ctx: &Ctx<'_>, req: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse {
+    let broker = &**ctx.broker;
+    let mut markers = Vec::with_capacity(req.markers.len());
+    for m in &req.markers {
+        let mut topics = Vec::with_capacity(m.topics.len());
+        for t in &m.topics {
+            let mut partitions = Vec::with_capacity(t.partition_indexes.len());
+            for &p in &t.partition_indexes {
+                let r =
+                    crate::txn::markers::write_local(broker, &t.name.0, p, m.producer_id.0, m.producer_epoch, m.transaction_result).await;
+                partitions.push(WritableTxnMarkerPartitionResult::default().with_partition_index(p).with_error_code(code(r, true)));
+            }
+            topics.push(WritableTxnMarkerTopicResult::default().with_name(t.name.clone()).with_partitions(partitions));
+        }
+        markers.push(WritableTxnMarkerResult::default().with_producer_id(m.producer_id).with_topics(topics));
+    }
+    WriteTxnMarkersResponse::default().with_markers(markers)
 }
 
 pub async fn end_txn(ctx: &Ctx<'_>, req: EndTxnRequest) -> EndTxnResponse {
     // EndTxn v5 is how a client says it speaks transactions v2.
     let tv2 = ctx.version >= 5;
-    let r = ctx.broker.txns.end(ctx.broker, &req.transactional_id.0, req.producer_id.0, req.producer_epoch, req.committed, tv2);
+    let r = ctx.broker.txns.end(ctx.broker, &req.transactional_id.0, req.producer_id.0, req.producer_epoch, req.committed, tv2).await;
     let resp = EndTxnResponse::default();
     match r {
         Ok((pid, epoch)) if tv2 => resp.with_producer_id(pid.into()).with_producer_epoch(epoch),
@@ -134,11 +174,16 @@ pub async fn txn_offset_commit(ctx: &Ctx<'_>, req: TxnOffsetCommitRequest) -> Tx
     let generation = if ctx.version >= 3 { req.generation_id } else { -1 };
     if ctx.version >= 5 {
         // Transactions v2: the group's offsets partition joins the transaction here.
-        let b = ctx.broker;
+        let b = &**ctx.broker;
         let p = b.groups.offsets_partition(&req.group_id.0);
-        if let Err(e) =
-            b.groups.ensure_offsets_topic(b).and_then(|_| b.txns.add_implicitly(b, req.producer_id.0, req.producer_epoch, OFFSETS_TOPIC, p))
-        {
+        let added = match b.groups.ensure_offsets_topic(b) {
+            Ok(_) => {
+                let id = Some(&*req.transactional_id.0);
+                crate::txn::verify::verify(b, id, req.producer_id.0, req.producer_epoch, OFFSETS_TOPIC, p, true).await
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = added {
             let c = e.code();
             let topics = req
                 .topics
@@ -222,6 +267,9 @@ pub async fn describe_transactions(ctx: &Ctx<'_>, req: DescribeTransactionsReque
         .into_iter()
         .map(|id| {
             let s = TransactionState::default().with_transactional_id(id.clone());
+            if let Err(e) = ctx.broker.txns.check(ctx.broker, &id.0) {
+                return s.with_error_code(e.code()).with_transaction_state(sb(""));
+            }
             match all.iter().find(|m| m.id == *id.0) {
                 None => s.with_error_code(Error::TransactionalIdNotFound(id.0.to_string()).code()).with_transaction_state(sb("")),
                 Some(m) => {

@@ -2,6 +2,7 @@
 
 pub mod cluster;
 mod configs;
+pub mod peer;
 mod reconcile;
 mod topics;
 
@@ -87,6 +88,8 @@ pub struct Broker {
     pub txns: crate::txn::coordinator::TxnCoordinator,
     /// Replica fetchers and pending ISR changes.
     pub replication: crate::replication::Replication,
+    /// Connections to other brokers (transaction markers and verification).
+    pub peers: peer::Peers,
 }
 
 /// Marker file written by a clean shutdown: its absence means the logs need recovery.
@@ -139,10 +142,11 @@ impl Broker {
             reconciling: Mutex::new(()),
             replication: Default::default(),
             appended: Notify::new(),
+            peers: Default::default(),
         };
         broker.reconcile(clean);
         broker.groups.sync_ownership(&broker);
-        broker.txns.load(&broker)?;
+        broker.txns.sync_ownership(&broker);
         if clean {
             std::fs::remove_file(&marker)?;
         } else if !broker.topics.read().is_empty() {

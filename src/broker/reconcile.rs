@@ -45,6 +45,7 @@ impl Broker {
         }
         self.update_fetchers();
         self.groups.sync_ownership(self);
+        self.txns.sync_ownership(self);
     }
 
     fn reconcile_topic(&self, t: &TopicImage, old: Option<&Topic>, me: i32, clean: bool) -> Topic {

@@ -122,4 +122,12 @@ impl Broker {
         let req = Request::CreatePartitions { name: name.to_string(), count, assignments, validate_only };
         self.submit(req, Some(timeout)).await.map(|_| ())
     }
+
+    /// (node id, host, port) of the live leader of `topic`'s partition `p`.
+    pub fn leader_endpoint(&self, topic: &Topic, p: i32) -> Result<(i32, String, i32)> {
+        let leader = usize::try_from(p).ok().and_then(|i| topic.states.get(i)).map_or(-1, |s| s.leader);
+        let img = self.cluster.image();
+        let img = img.read();
+        img.brokers.get(&leader).filter(|b| !b.fenced).map(|b| (b.id, b.host.clone(), b.port)).ok_or(Error::LeaderNotAvailable)
+    }
 }

@@ -118,55 +118,41 @@ impl Coordinator {
         let mut txn_pending: HashMap<i64, PendingOffsets> = HashMap::new();
         let mut offsets: HashMap<(String, String, i32), Option<OffsetValue>> = HashMap::new();
         for p in topic.local().filter(|p| only.contains(&p.index)) {
-            let mut offset = p.with_state(|s| s.log.log_start_offset());
-            loop {
-                // Up to the log end, not the high watermark: a new leader holds everything
-                // its ISR had, even what the HW has not caught up with yet.
-                let data = match p.with_state(|s| s.log.read(offset, s.log.log_end_offset(), 4 << 20, true)) {
-                    Ok(d) => d.bytes,
-                    Err(Error::OffsetOutOfRange(_)) => break,
-                    Err(e) => return Err(e),
-                };
-                if data.is_empty() {
-                    break;
+            p.replay(|b| {
+                let Some((h, recs)) = records::parse(b) else { return };
+                if h.is_control() {
+                    let commit = crate::txn::markers::marker_type(b) == Some(true);
+                    for ((g, t, p), v) in txn_pending.remove(&h.producer_id).unwrap_or_default() {
+                        if commit {
+                            offsets.insert((g, t, p), v);
+                        }
+                    }
+                    return;
                 }
-                for b in records::batches(&data) {
-                    let Some((h, recs)) = records::parse(b) else { continue };
-                    offset = h.last_offset() + 1;
-                    if h.is_control() {
-                        let commit = crate::txn::markers::marker_type(b) == Some(true);
-                        for ((g, t, p), v) in txn_pending.remove(&h.producer_id).unwrap_or_default() {
-                            if commit {
-                                offsets.insert((g, t, p), v);
-                            }
-                        }
-                        continue;
-                    }
-                    if h.is_transactional() {
-                        for r in recs {
-                            if let Some(Key::Offset { group, topic, partition }) = r.key.as_deref().and_then(Key::decode) {
-                                let v = r.value.and_then(|v| serde_json::from_slice(&v).ok());
-                                txn_pending.entry(h.producer_id).or_default().push(((group, topic, partition), v));
-                            }
-                        }
-                        continue;
-                    }
+                if h.is_transactional() {
                     for r in recs {
-                        let Some(key) = r.key.as_deref().and_then(Key::decode) else { continue };
-                        match key {
-                            Key::Group { group } => {
-                                groups.insert(group, r.value.and_then(|v| serde_json::from_slice(&v).ok()));
-                            }
-                            Key::ConsumerGroup { group } => {
-                                moderns.insert(group, r.value.and_then(|v| serde_json::from_slice(&v).ok()));
-                            }
-                            Key::Offset { group, topic, partition } => {
-                                offsets.insert((group, topic, partition), r.value.and_then(|v| serde_json::from_slice(&v).ok()));
-                            }
+                        if let Some(Key::Offset { group, topic, partition }) = r.key.as_deref().and_then(Key::decode) {
+                            let v = r.value.and_then(|v| serde_json::from_slice(&v).ok());
+                            txn_pending.entry(h.producer_id).or_default().push(((group, topic, partition), v));
+                        }
+                    }
+                    return;
+                }
+                for r in recs {
+                    let Some(key) = r.key.as_deref().and_then(Key::decode) else { continue };
+                    match key {
+                        Key::Group { group } => {
+                            groups.insert(group, r.value.and_then(|v| serde_json::from_slice(&v).ok()));
+                        }
+                        Key::ConsumerGroup { group } => {
+                            moderns.insert(group, r.value.and_then(|v| serde_json::from_slice(&v).ok()));
+                        }
+                        Key::Offset { group, topic, partition } => {
+                            offsets.insert((group, topic, partition), r.value.and_then(|v| serde_json::from_slice(&v).ok()));
                         }
                     }
                 }
-            }
+            })?;
         }
         let mut inner = self.inner.lock();
         for (id, v) in groups {

@@ -273,6 +273,7 @@ impl Partition {
     /// Appends a batch the broker itself built (internal topics): no client checks.
     pub fn append_internal(&self, batch: &[u8], now_ms: i64) -> Result<i64> {
         let mut st = self.state.lock();
+        st.replicas.check_leader()?;
         let base_offset = st.log.log_end_offset();
         let mut bytes = batch.to_vec();
         batch::assign_offset(&mut bytes, base_offset, st.leader_epoch);
@@ -327,6 +328,11 @@ impl Partition {
     /// Writes a transaction marker for `pid` and ends its transaction here.
     pub fn write_marker(&self, pid: i64, epoch: i16, commit: bool, now_ms: i64) -> Result<i64> {
         let mut st = self.state.lock();
+        st.replicas.check_leader()?;
+        if st.producers.producers.get(&pid).is_some_and(|e| e.epoch > epoch) {
+            // A zombie coordinator's marker, from before the producer was fenced.
+            return Err(Error::InvalidProducerEpoch { got: epoch, current: st.producers.producers[&pid].epoch });
+        }
         let base_offset = st.log.log_end_offset();
         let mut bytes = markers::build(pid, epoch, commit, 0, now_ms);
         batch::assign_offset(&mut bytes, base_offset, st.leader_epoch);
@@ -339,6 +345,34 @@ impl Partition {
         }
         self.advance_hw(&mut st);
         Ok(base_offset)
+    }
+
+    /// Feeds every batch from the log start to the log end to `f`: how a coordinator
+    /// rebuilds its state. Up to the log end, not the high watermark: a new leader holds
+    /// everything its ISR had, even what the HW has not caught up with yet.
+    pub fn replay(&self, mut f: impl FnMut(&[u8])) -> Result<()> {
+        let mut offset = self.with_state(|s| s.log.log_start_offset());
+        loop {
+            let data = match self.with_state(|s| s.log.read(offset, s.log.log_end_offset(), 4 << 20, true)) {
+                Ok(d) => d.bytes,
+                Err(Error::OffsetOutOfRange(_)) => return Ok(()),
+                Err(e) => return Err(e),
+            };
+            if data.is_empty() {
+                return Ok(());
+            }
+            for b in crate::log::records::batches(&data) {
+                let Ok(h) = batch::BatchHeader::parse(b) else { return Ok(()) };
+                offset = h.last_offset() + 1;
+                f(b);
+            }
+        }
+    }
+
+    /// Does `pid` at `epoch` have a transaction open on this partition? Then the
+    /// coordinator has already verified that the partition belongs to it.
+    pub fn in_txn(&self, pid: i64, epoch: i16) -> bool {
+        self.state.lock().producers.producers.get(&pid).is_some_and(|e| e.epoch == epoch && e.txn_first_offset.is_some())
     }
 
     /// Reads from `offset` for a consumer: below the high watermark, or below the

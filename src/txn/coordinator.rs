@@ -1,19 +1,25 @@
 //! The transaction coordinator: transactional ids, their producer ids and epochs,
 //! and the two-phase end of a transaction (prepare, write markers, complete).
-//! State lives in the compacted internal topic `__transaction_state`.
+//! State lives in the compacted internal topic `__transaction_state`; the leader of a
+//! transactional id's partition of it is that id's coordinator, as in Kafka.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
-use crate::broker::{now_ms, Broker, CreateRequest};
+use crate::broker::{now_ms, Broker, CreateRequest, Topic};
 use crate::error::{Error, Result};
 use crate::group::store::partition_for;
 use crate::log::records;
 
 /// The internal topic holding transaction state.
 pub const TXN_TOPIC: &str = "__transaction_state";
+
+/// How long one attempt at writing a transaction's markers keeps retrying; the
+/// coordinator's tick starts another while the transaction stays prepared.
+const MARKER_RETRY_MS: u64 = 10_000;
 
 /// Transaction states, named as DescribeTransactions reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +41,15 @@ impl TxnState {
             TxnState::PrepareAbort => "PrepareAbort",
             TxnState::CompleteCommit => "CompleteCommit",
             TxnState::CompleteAbort => "CompleteAbort",
+        }
+    }
+
+    /// Some(commit?) for a transaction whose markers are being written.
+    fn preparing(self) -> Option<bool> {
+        match self {
+            TxnState::PrepareCommit => Some(true),
+            TxnState::PrepareAbort => Some(false),
+            _ => None,
         }
     }
 }
@@ -63,6 +78,10 @@ pub struct TxnConfig {
 /// The transaction coordinator.
 pub struct TxnCoordinator {
     txns: Mutex<HashMap<String, TxnMeta>>,
+    /// The `__transaction_state` partitions this broker leads and has loaded.
+    owned: Mutex<HashSet<i32>>,
+    /// Transactional ids whose markers are being written right now.
+    completing: Arc<Mutex<HashSet<String>>>,
     config: TxnConfig,
 }
 
@@ -72,197 +91,91 @@ fn key_bytes(id: &str) -> Vec<u8> {
     k
 }
 
+/// Removes an id from the `completing` set however its completion ends.
+struct Completing(Arc<Mutex<HashSet<String>>>, String);
+
+impl Drop for Completing {
+    fn drop(&mut self) {
+        self.0.lock().remove(&self.1);
+    }
+}
+
 impl TxnCoordinator {
     pub fn new(config: TxnConfig) -> TxnCoordinator {
-        TxnCoordinator { txns: Mutex::new(HashMap::new()), config }
+        TxnCoordinator { txns: Mutex::default(), owned: Mutex::default(), completing: Arc::default(), config }
+    }
+
+    /// The `__transaction_state` partition that holds `id`.
+    pub fn partition_of(&self, id: &str) -> i32 {
+        partition_for(id, self.config.partitions)
+    }
+
+    /// `__transaction_state`, created on first use as Kafka does.
+    pub fn ensure_topic(&self, broker: &Broker) -> Result<Arc<Topic>> {
+        if let Some(t) = broker.topic(TXN_TOPIC) {
+            return Ok(t);
+        }
+        let configs =
+            [("cleanup.policy", "compact"), ("segment.bytes", "104857600")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let req = CreateRequest {
+            name: TXN_TOPIC.into(),
+            partitions: self.config.partitions,
+            replication_factor: -1,
+            assignments: vec![],
+            configs,
+        };
+        match broker.create_topic(&req) {
+            Ok(t) => Ok(t),
+            Err(Error::TopicAlreadyExists(_)) => broker.topic(TXN_TOPIC).ok_or(Error::CoordinatorNotAvailable),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// (node id, host, port) of `id`'s coordinator: the leader of its partition.
+    pub fn coordinator_of(&self, broker: &Broker, id: &str) -> Result<(i32, String, i32)> {
+        let topic = self.ensure_topic(broker)?;
+        broker.leader_endpoint(&topic, self.partition_of(id)).map_err(|_| Error::CoordinatorNotAvailable)
+    }
+
+    /// Is this broker `id`'s coordinator?
+    pub fn check(&self, broker: &Broker, id: &str) -> Result<()> {
+        if broker.topic(TXN_TOPIC).is_none() {
+            return Err(Error::CoordinatorNotAvailable);
+        }
+        if self.owned.lock().contains(&self.partition_of(id)) {
+            Ok(())
+        } else {
+            Err(Error::NotCoordinator)
+        }
     }
 
     fn persist(&self, broker: &Broker, m: &TxnMeta) -> Result<()> {
-        let topic = match broker.topic(TXN_TOPIC) {
-            Some(t) => t,
-            None => {
-                let configs = [("cleanup.policy", "compact"), ("segment.bytes", "104857600")]
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect();
-                let req = CreateRequest {
-                    name: TXN_TOPIC.into(),
-                    partitions: self.config.partitions,
-                    replication_factor: -1,
-                    assignments: vec![],
-                    configs,
-                };
-                match broker.create_topic(&req) {
-                    Ok(t) => t,
-                    Err(Error::TopicAlreadyExists(_)) => broker.topic(TXN_TOPIC).ok_or(Error::CoordinatorNotAvailable)?,
-                    Err(e) => return Err(e),
-                }
-            }
-        };
-        let p = partition_for(&m.id, topic.record.partitions);
+        let topic = broker.topic(TXN_TOPIC).ok_or(Error::CoordinatorNotAvailable)?;
         let value = serde_json::to_vec(m).expect("serializable");
         let key = key_bytes(&m.id);
-        topic
-            .partition(p)
-            .ok_or(Error::CoordinatorNotAvailable)?
-            .append_internal(&records::build(&[(Some(&key), Some(&value))], now_ms()), now_ms())?;
+        let p = topic.partition(self.partition_of(&m.id)).ok_or(Error::NotCoordinator)?;
+        p.append_internal(&records::build(&[(Some(&key), Some(&value))], now_ms()), now_ms()).map_err(|e| match e {
+            Error::NotLeaderOrFollower => Error::NotCoordinator,
+            e => e,
+        })?;
         Ok(())
     }
 
-    /// Writes the markers of an ending transaction and completes it.
-    fn complete(&self, broker: &Broker, m: &mut TxnMeta, commit: bool) -> Result<()> {
-        let now = now_ms();
-        for (topic, p) in &m.partitions {
-            let Some(part) = broker.partition(topic, *p) else { continue };
-            part.write_marker(m.producer_id, m.epoch, commit, now)?;
-            if topic == crate::group::OFFSETS_TOPIC {
-                broker.groups.complete_txn(m.producer_id, commit);
-            }
-        }
-        broker.appended.notify_waiters();
-        m.state = if commit { TxnState::CompleteCommit } else { TxnState::CompleteAbort };
-        m.partitions.clear();
-        m.update_ms = now;
-        self.persist(broker, m)
-    }
-
-    /// Ends an open transaction because its producer was replaced or timed out: the
-    /// epoch is bumped first so the abort markers fence the old producer.
-    fn abort_with_bump(&self, broker: &Broker, m: &mut TxnMeta) -> Result<()> {
-        m.epoch = m.epoch.saturating_add(1);
-        m.state = TxnState::PrepareAbort;
-        self.persist(broker, m)?;
-        self.complete(broker, m, false)
-    }
-
-    /// InitProducerId with a transactional id.
-    pub fn init_producer(&self, broker: &Broker, id: &str, timeout_ms: i32, expected: Option<(i64, i16)>) -> Result<(i64, i16)> {
-        if timeout_ms <= 0 || timeout_ms > self.config.max_timeout_ms {
-            return Err(Error::InvalidTransactionTimeout(timeout_ms));
-        }
-        let now = now_ms();
-        let mut txns = self.txns.lock();
-        let Some(m) = txns.get_mut(id) else {
-            let pid = broker.producer_ids.allocate()?;
-            let m = TxnMeta {
-                v: 0,
-                id: id.into(),
-                producer_id: pid,
-                epoch: 0,
-                state: TxnState::Empty,
-                partitions: BTreeSet::new(),
-                timeout_ms,
-                start_ms: -1,
-                update_ms: now,
-            };
-            self.persist(broker, &m)?;
-            txns.insert(id.into(), m);
-            return Ok((pid, 0));
+    /// Waits until everything written for `id` is on its partition's whole ISR: the
+    /// coordinator answers only for state that survives its own failure.
+    async fn durable(&self, broker: &Broker, id: &str) -> Result<()> {
+        let Some(p) = broker.topic(TXN_TOPIC).and_then(|t| t.partition(self.partition_of(id)).cloned()) else {
+            return Err(Error::NotCoordinator);
         };
-        if let Some((pid, epoch)) = expected {
-            if pid != m.producer_id {
-                return Err(Error::InvalidProducerIdMapping);
-            }
-            if epoch != m.epoch {
-                return Err(Error::ProducerFenced(epoch));
-            }
-        }
-        match m.state {
-            TxnState::PrepareCommit | TxnState::PrepareAbort => return Err(Error::ConcurrentTransactions),
-            TxnState::Ongoing => self.abort_with_bump(broker, m)?,
-            _ => {}
-        }
-        if m.epoch >= i16::MAX - 1 {
-            m.producer_id = broker.producer_ids.allocate()?;
-            m.epoch = 0;
-        } else {
-            m.epoch += 1;
-        }
-        m.state = TxnState::Empty;
-        m.timeout_ms = timeout_ms;
-        m.update_ms = now;
-        self.persist(broker, m)?;
-        Ok((m.producer_id, m.epoch))
-    }
-
-    fn checked<'a>(txns: &'a mut HashMap<String, TxnMeta>, id: &str, pid: i64, epoch: i16) -> Result<&'a mut TxnMeta> {
-        let m = txns.get_mut(id).ok_or(Error::InvalidProducerIdMapping)?;
-        if m.producer_id != pid {
-            return Err(Error::InvalidProducerIdMapping);
-        }
-        if m.epoch != epoch {
-            return Err(Error::ProducerFenced(epoch));
-        }
-        Ok(m)
-    }
-
-    /// AddPartitionsToTxn (and AddOffsetsToTxn, which adds the group's offsets partition).
-    pub fn add_partitions(&self, broker: &Broker, id: &str, pid: i64, epoch: i16, parts: &[(String, i32)]) -> Result<()> {
-        let mut txns = self.txns.lock();
-        let m = Self::checked(&mut txns, id, pid, epoch)?;
-        if matches!(m.state, TxnState::PrepareCommit | TxnState::PrepareAbort) {
-            return Err(Error::ConcurrentTransactions);
-        }
-        if parts.iter().all(|p| m.partitions.contains(p)) && m.state == TxnState::Ongoing {
+        let leo = p.fetch_position().0;
+        if leo == 0 || p.high_watermark() >= leo {
             return Ok(());
         }
-        if m.state != TxnState::Ongoing {
-            m.start_ms = now_ms();
-        }
-        m.partitions.extend(parts.iter().cloned());
-        m.state = TxnState::Ongoing;
-        m.update_ms = now_ms();
-        self.persist(broker, m)
-    }
-
-    /// Is `(topic, partition)` part of `pid`'s open transaction at `epoch`?
-    pub fn verify(&self, pid: i64, epoch: i16, topic: &str, partition: i32) -> Result<()> {
-        let txns = self.txns.lock();
-        let m = txns.values().find(|m| m.producer_id == pid).ok_or(Error::InvalidProducerIdMapping)?;
-        if m.epoch != epoch {
-            return Err(Error::InvalidProducerEpoch { got: epoch, current: m.epoch });
-        }
-        if m.state != TxnState::Ongoing || !m.partitions.contains(&(topic.to_string(), partition)) {
-            return Err(Error::InvalidTxnState(format!("{topic}-{partition} was not added to the transaction")));
-        }
-        Ok(())
-    }
-
-    /// EndTxn: commit or abort. With transactions v2 (KIP-890) the epoch is bumped on
-    /// every end, the markers carry the new epoch, and the new (id, epoch) is returned.
-    pub fn end(&self, broker: &Broker, id: &str, pid: i64, epoch: i16, commit: bool, tv2: bool) -> Result<(i64, i16)> {
-        let mut txns = self.txns.lock();
-        if tv2 {
-            // A retry whose first answer was lost: the end already happened one epoch up.
-            if let Some(m) = txns.get(id) {
-                let done = if commit { TxnState::CompleteCommit } else { TxnState::CompleteAbort };
-                if m.producer_id == pid && m.state == done && m.epoch == epoch.saturating_add(1) {
-                    return Ok((m.producer_id, m.epoch));
-                }
-            }
-        }
-        let m = Self::checked(&mut txns, id, pid, epoch)?;
-        match (m.state, commit) {
-            (TxnState::Ongoing, _) => {}
-            // Nothing was sent in this transaction: v2 still moves the epoch on.
-            (TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort, _) if tv2 => {
-                Self::bump(broker, m)?;
-                m.state = if commit { TxnState::CompleteCommit } else { TxnState::CompleteAbort };
-                self.persist(broker, m)?;
-                return Ok((m.producer_id, m.epoch));
-            }
-            // A retry of an end that already happened.
-            (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => return Ok((m.producer_id, m.epoch)),
-            (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => return Err(Error::ConcurrentTransactions),
-            (s, _) => return Err(Error::InvalidTxnState(format!("cannot {} from {}", if commit { "commit" } else { "abort" }, s.name()))),
-        }
-        if tv2 {
-            Self::bump(broker, m)?;
-        }
-        m.state = if commit { TxnState::PrepareCommit } else { TxnState::PrepareAbort };
-        self.persist(broker, m)?;
-        self.complete(broker, m, commit)?;
-        Ok((m.producer_id, m.epoch))
+        broker.appended.notify_waiters();
+        p.wait_replicated(leo - 1, 1, std::time::Duration::from_secs(10)).await.map_err(|e| match e {
+            Error::NotLeaderOrFollower => Error::NotCoordinator,
+            e => e,
+        })
     }
 
     /// Moves to the next epoch, or to a new producer id when the epoch is exhausted.
@@ -276,76 +189,313 @@ impl TxnCoordinator {
         Ok(())
     }
 
-    /// Transactions v2: a partition joins `pid`'s transaction when it first writes to it
-    /// (or commits offsets for a group), with no AddPartitionsToTxn from the client.
-    pub fn add_implicitly(&self, broker: &Broker, pid: i64, epoch: i16, topic: &str, partition: i32) -> Result<()> {
-        let id = {
-            let txns = self.txns.lock();
-            let m = txns.values().find(|m| m.producer_id == pid).ok_or(Error::InvalidProducerIdMapping)?;
-            if epoch < m.epoch {
-                return Err(Error::InvalidProducerEpoch { got: epoch, current: m.epoch });
-            }
-            if m.state == TxnState::Ongoing && m.partitions.contains(&(topic.to_string(), partition)) {
-                return Ok(());
-            }
-            m.id.clone()
-        };
-        self.add_partitions(broker, &id, pid, epoch, &[(topic.to_string(), partition)])
+    /// Starts aborting an open transaction whose producer was replaced or timed out: the
+    /// epoch is bumped first so the abort markers fence the old producer.
+    fn prepare_abort_with_bump(&self, broker: &Broker, m: &mut TxnMeta) -> Result<()> {
+        m.epoch = m.epoch.saturating_add(1);
+        m.state = TxnState::PrepareAbort;
+        m.update_ms = now_ms();
+        self.persist(broker, m)
     }
 
-    /// Aborts transactions open longer than their timeout.
-    pub fn tick(&self, broker: &Broker) {
+    /// InitProducerId with a transactional id.
+    pub async fn init_producer(&self, broker: &Broker, id: &str, timeout_ms: i32, expected: Option<(i64, i16)>) -> Result<(i64, i16)> {
+        if timeout_ms <= 0 || timeout_ms > self.config.max_timeout_ms {
+            return Err(Error::InvalidTransactionTimeout(timeout_ms));
+        }
+        self.check(broker, id)?;
+        let abort_first = {
+            let mut txns = self.txns.lock();
+            match txns.get_mut(id) {
+                None => {
+                    let pid = broker.producer_ids.allocate()?;
+                    let m = TxnMeta {
+                        v: 0,
+                        id: id.into(),
+                        producer_id: pid,
+                        epoch: 0,
+                        state: TxnState::Empty,
+                        partitions: BTreeSet::new(),
+                        timeout_ms,
+                        start_ms: -1,
+                        update_ms: now_ms(),
+                    };
+                    self.persist(broker, &m)?;
+                    txns.insert(id.into(), m);
+                    None
+                }
+                Some(m) => {
+                    if let Some((pid, epoch)) = expected {
+                        if pid != m.producer_id {
+                            return Err(Error::InvalidProducerIdMapping);
+                        }
+                        if epoch != m.epoch {
+                            return Err(Error::ProducerFenced(epoch));
+                        }
+                    }
+                    match m.state {
+                        TxnState::PrepareCommit | TxnState::PrepareAbort => return Err(Error::ConcurrentTransactions),
+                        TxnState::Ongoing => {
+                            self.prepare_abort_with_bump(broker, m)?;
+                            Some(true)
+                        }
+                        _ => Some(false),
+                    }
+                }
+            }
+        };
+        let Some(abort_first) = abort_first else {
+            // A new transactional id: its first producer id, at epoch 0.
+            self.durable(broker, id).await?;
+            let m = self.txns.lock().get(id).map(|m| (m.producer_id, m.epoch));
+            return m.ok_or(Error::NotCoordinator);
+        };
+        if abort_first && !self.complete(broker, id).await? {
+            return Err(Error::ConcurrentTransactions);
+        }
+        let r = {
+            let mut txns = self.txns.lock();
+            let m = txns.get_mut(id).ok_or(Error::NotCoordinator)?;
+            if m.state.preparing().is_some() {
+                return Err(Error::ConcurrentTransactions);
+            }
+            Self::bump(broker, m)?;
+            m.state = TxnState::Empty;
+            m.timeout_ms = timeout_ms;
+            m.update_ms = now_ms();
+            self.persist(broker, m)?;
+            (m.producer_id, m.epoch)
+        };
+        self.durable(broker, id).await?;
+        Ok(r)
+    }
+
+    fn checked<'a>(txns: &'a mut HashMap<String, TxnMeta>, id: &str, pid: i64, epoch: i16) -> Result<&'a mut TxnMeta> {
+        let m = txns.get_mut(id).ok_or(Error::InvalidProducerIdMapping)?;
+        if m.producer_id != pid {
+            return Err(Error::InvalidProducerIdMapping);
+        }
+        if m.epoch != epoch {
+            return Err(Error::ProducerFenced(epoch));
+        }
+        Ok(m)
+    }
+
+    /// AddPartitionsToTxn (and AddOffsetsToTxn, which adds the group's offsets
+    /// partition; and, with transactions v2, a partition's first write).
+    pub async fn add_partitions(&self, broker: &Broker, id: &str, pid: i64, epoch: i16, parts: &[(String, i32)]) -> Result<()> {
+        self.check(broker, id)?;
+        {
+            let mut txns = self.txns.lock();
+            let m = Self::checked(&mut txns, id, pid, epoch)?;
+            if m.state.preparing().is_some() {
+                return Err(Error::ConcurrentTransactions);
+            }
+            if parts.iter().all(|p| m.partitions.contains(p)) && m.state == TxnState::Ongoing {
+                return Ok(());
+            }
+            if m.state != TxnState::Ongoing {
+                m.start_ms = now_ms();
+            }
+            m.partitions.extend(parts.iter().cloned());
+            m.state = TxnState::Ongoing;
+            m.update_ms = now_ms();
+            self.persist(broker, m)?;
+        }
+        self.durable(broker, id).await
+    }
+
+    /// The transactional id of producer `pid`, if this coordinator holds it.
+    pub fn id_of(&self, pid: i64) -> Option<String> {
+        self.txns.lock().values().find(|m| m.producer_id == pid).map(|m| m.id.clone())
+    }
+
+    /// Is `(topic, partition)` part of `id`'s open transaction at `pid`/`epoch`?
+    pub fn verify(&self, broker: &Broker, id: &str, pid: i64, epoch: i16, topic: &str, partition: i32) -> Result<()> {
+        self.check(broker, id)?;
+        let txns = self.txns.lock();
+        let m = txns.get(id).filter(|m| m.producer_id == pid).ok_or(Error::InvalidProducerIdMapping)?;
+        if m.epoch != epoch {
+            return Err(Error::InvalidProducerEpoch { got: epoch, current: m.epoch });
+        }
+        if m.state != TxnState::Ongoing || !m.partitions.contains(&(topic.to_string(), partition)) {
+            return Err(Error::InvalidTxnState(format!("{topic}-{partition} was not added to the transaction")));
+        }
+        Ok(())
+    }
+
+    /// EndTxn: commit or abort. With transactions v2 (KIP-890) the epoch is bumped on
+    /// every end, the markers carry the new epoch, and the new (id, epoch) is returned.
+    pub async fn end(&self, broker: &Broker, id: &str, pid: i64, epoch: i16, commit: bool, tv2: bool) -> Result<(i64, i16)> {
+        self.check(broker, id)?;
+        let (r, prepared) = {
+            let mut txns = self.txns.lock();
+            if tv2 {
+                // A retry whose first answer was lost: the end already happened one epoch up.
+                if let Some(m) = txns.get(id) {
+                    let done = if commit { TxnState::CompleteCommit } else { TxnState::CompleteAbort };
+                    if m.producer_id == pid && m.epoch == epoch.saturating_add(1) {
+                        if m.state == done {
+                            return Ok((m.producer_id, m.epoch));
+                        }
+                        if m.state.preparing() == Some(commit) {
+                            return Err(Error::ConcurrentTransactions);
+                        }
+                    }
+                }
+            }
+            let m = Self::checked(&mut txns, id, pid, epoch)?;
+            match (m.state, commit) {
+                (TxnState::Ongoing, _) => {
+                    if tv2 {
+                        Self::bump(broker, m)?;
+                    }
+                    m.state = if commit { TxnState::PrepareCommit } else { TxnState::PrepareAbort };
+                    m.update_ms = now_ms();
+                    self.persist(broker, m)?;
+                    ((m.producer_id, m.epoch), true)
+                }
+                // Nothing was sent in this transaction: v2 still moves the epoch on.
+                (TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort, _) if tv2 => {
+                    Self::bump(broker, m)?;
+                    m.state = if commit { TxnState::CompleteCommit } else { TxnState::CompleteAbort };
+                    self.persist(broker, m)?;
+                    ((m.producer_id, m.epoch), false)
+                }
+                // A retry of an end that already happened.
+                (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => return Ok((m.producer_id, m.epoch)),
+                (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => return Err(Error::ConcurrentTransactions),
+                (s, _) => {
+                    return Err(Error::InvalidTxnState(format!("cannot {} from {}", if commit { "commit" } else { "abort" }, s.name())))
+                }
+            }
+        };
+        if !prepared {
+            self.durable(broker, id).await?;
+            return Ok(r);
+        }
+        // Once the prepare is durable the outcome is decided; markers that cannot be
+        // written yet are retried by the tick, and the client sees CONCURRENT_TRANSACTIONS
+        // until they are.
+        self.complete(broker, id).await?;
+        Ok(r)
+    }
+
+    /// Finishes a prepared transaction: waits for the prepare record to be durable, writes
+    /// the markers to every partition's leader, then records the completion. Ok(true) when
+    /// the transaction is complete (or was not prepared); Ok(false) when markers are still
+    /// outstanding (the tick tries again).
+    pub async fn complete(&self, broker: &Broker, id: &str) -> Result<bool> {
+        let (pid, epoch, commit, parts) = {
+            let txns = self.txns.lock();
+            let Some(m) = txns.get(id) else { return Ok(true) };
+            let Some(commit) = m.state.preparing() else { return Ok(true) };
+            if !self.completing.lock().insert(id.to_string()) {
+                return Ok(false);
+            }
+            (m.producer_id, m.epoch, commit, m.partitions.clone())
+        };
+        let _guard = Completing(self.completing.clone(), id.to_string());
+        self.durable(broker, id).await?;
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(MARKER_RETRY_MS);
+        if !super::markers::deliver(broker, pid, epoch, commit, &parts, deadline).await {
+            tracing::warn!(transactional_id = %id, producer_id = pid, "transaction markers not all written yet; will retry");
+            return Ok(false);
+        }
+        {
+            let mut txns = self.txns.lock();
+            let Some(m) = txns.get_mut(id) else { return Ok(true) };
+            if m.producer_id != pid || m.epoch != epoch || m.state.preparing() != Some(commit) {
+                return Ok(true);
+            }
+            m.state = if commit { TxnState::CompleteCommit } else { TxnState::CompleteAbort };
+            m.partitions.clear();
+            m.update_ms = now_ms();
+            self.persist(broker, m)?;
+        }
+        self.durable(broker, id).await?;
+        Ok(true)
+    }
+
+    /// Aborts transactions open longer than their timeout, and drives every prepared
+    /// transaction nobody is completing (after a failover or a failed marker write).
+    pub fn tick(&self, broker: &Arc<Broker>) {
         let now = now_ms();
-        let mut txns = self.txns.lock();
-        for m in txns.values_mut() {
-            if m.state == TxnState::Ongoing && now - m.start_ms > m.timeout_ms as i64 {
-                tracing::info!(transactional_id = %m.id, producer_id = m.producer_id, "transaction timed out; aborting");
-                if let Err(e) = self.abort_with_bump(broker, m) {
-                    tracing::warn!(transactional_id = %m.id, error = %e, "could not abort timed-out transaction");
+        let mut stuck = Vec::new();
+        {
+            let mut txns = self.txns.lock();
+            for m in txns.values_mut() {
+                if m.state == TxnState::Ongoing && now - m.start_ms > m.timeout_ms as i64 {
+                    tracing::info!(transactional_id = %m.id, producer_id = m.producer_id, "transaction timed out; aborting");
+                    if let Err(e) = self.prepare_abort_with_bump(broker, m) {
+                        tracing::warn!(transactional_id = %m.id, error = %e, "could not abort timed-out transaction");
+                    }
+                }
+                if m.state.preparing().is_some() && !self.completing.lock().contains(&m.id) {
+                    stuck.push(m.id.clone());
                 }
             }
         }
+        for id in stuck {
+            let b = broker.clone();
+            tokio::spawn(async move {
+                if let Err(e) = b.txns.complete(&b, &id).await {
+                    tracing::debug!(transactional_id = %id, error = %e, "completing transaction");
+                }
+            });
+        }
     }
 
-    /// Every transaction, for ListTransactions and DescribeTransactions.
+    /// Every transaction this broker coordinates, for ListTransactions and DescribeTransactions.
     pub fn all(&self) -> Vec<TxnMeta> {
         let mut v: Vec<TxnMeta> = self.txns.lock().values().cloned().collect();
         v.sort_by(|a, b| a.id.cmp(&b.id));
         v
     }
 
-    /// Rebuilds from `__transaction_state`, finishing any end that was in progress.
-    pub fn load(&self, broker: &Broker) -> Result<()> {
-        let Some(topic) = broker.topic(TXN_TOPIC) else { return Ok(()) };
+    /// Follows leadership of `__transaction_state`: a partition this broker now leads has
+    /// its transactions loaded (prepared ones are then finished by the tick); one it no
+    /// longer leads has them dropped.
+    pub fn sync_ownership(&self, broker: &Broker) {
+        let Some(topic) = broker.topic(TXN_TOPIC) else { return };
+        let led: HashSet<i32> = topic.local().filter(|p| p.is_leader()).map(|p| p.index).collect();
+        let (gained, lost): (HashSet<i32>, HashSet<i32>) = {
+            let owned = self.owned.lock();
+            (led.difference(&owned).copied().collect(), owned.difference(&led).copied().collect())
+        };
+        if gained.is_empty() && lost.is_empty() {
+            return;
+        }
+        self.txns.lock().retain(|id, _| {
+            let p = self.partition_of(id);
+            !lost.contains(&p) && !gained.contains(&p)
+        });
+        match self.load(&topic, &gained) {
+            Ok(found) => {
+                let n = found.len();
+                self.txns.lock().extend(found);
+                if n > 0 {
+                    tracing::info!(transactions = n, partitions = ?gained, "loaded transaction state from {TXN_TOPIC}");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not load transaction state"),
+        }
+        *self.owned.lock() = led;
+    }
+
+    /// Reads the latest state of every transactional id in the given partitions, up to
+    /// the log end: a new leader holds everything its ISR had.
+    fn load(&self, topic: &Topic, only: &HashSet<i32>) -> Result<HashMap<String, TxnMeta>> {
         let mut found: HashMap<String, Option<TxnMeta>> = HashMap::new();
-        for p in topic.local() {
-            let mut offset = p.with_state(|s| s.log.log_start_offset());
-            while let Ok(d) = p.fetch(offset, 4 << 20, true, -1) {
-                if d.records.is_empty() {
-                    break;
+        for p in topic.local().filter(|p| only.contains(&p.index)) {
+            p.replay(|b| {
+                for r in records::parse(b).map(|(_, recs)| recs).unwrap_or_default() {
+                    let Some(k) = r.key.filter(|k| k.len() >= 2) else { continue };
+                    let id = String::from_utf8_lossy(&k[2..]).to_string();
+                    found.insert(id, r.value.and_then(|v| serde_json::from_slice(&v).ok()));
                 }
-                for b in records::batches(&d.records) {
-                    let Some((h, recs)) = records::parse(b) else { continue };
-                    offset = h.last_offset() + 1;
-                    for r in recs {
-                        let Some(k) = r.key.filter(|k| k.len() >= 2) else { continue };
-                        let id = String::from_utf8_lossy(&k[2..]).to_string();
-                        found.insert(id, r.value.and_then(|v| serde_json::from_slice(&v).ok()));
-                    }
-                }
-            }
+            })?;
         }
-        let mut txns = self.txns.lock();
-        for (id, m) in found {
-            let Some(mut m) = m else { continue };
-            match m.state {
-                TxnState::PrepareCommit => self.complete(broker, &mut m, true)?,
-                TxnState::PrepareAbort => self.complete(broker, &mut m, false)?,
-                _ => {}
-            }
-            txns.insert(id, m);
-        }
-        tracing::info!(transactions = txns.len(), "loaded transaction state from {TXN_TOPIC}");
-        Ok(())
+        Ok(found.into_iter().filter_map(|(id, m)| Some((id, m?))).collect())
     }
 }

@@ -1,6 +1,7 @@
-//! Producer ids and idempotence. and transactions.
+//! Producer ids, idempotence and transactions.
 
 pub mod coordinator;
 pub mod markers;
 pub mod pid;
 pub mod producers;
+pub mod verify;
