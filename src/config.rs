@@ -58,6 +58,14 @@ pub static KEYS: &[KeyDef] = &[
     key!("broker.heartbeat.interval.ms", Some("2000"), Int, broker, false, "How often a broker heartbeats to the controller."),
     key!("broker.session.timeout.ms", Some("9000"), Int, broker, false, "Silence after which the controller fences a broker."),
     key!("broker.rack", None, String, broker, false, "This broker's rack, for rack-aware placement."),
+    key!(
+        "replica.selector.class",
+        None,
+        String,
+        broker,
+        false,
+        "org.apache.kafka.common.replica.RackAwareReplicaSelector: consumers read from a follower in their rack."
+    ),
     key!("auto.leader.rebalance.enable", Some("true"), Boolean, broker, false, "Move leadership back to preferred replicas."),
     key!("leader.imbalance.per.broker.percentage", Some("10"), Int, broker, false, "Imbalance that triggers a preferred election."),
     key!("leader.imbalance.check.interval.seconds", Some("300"), Long, broker, false, "How often leader imbalance is checked."),

@@ -12,7 +12,8 @@ pub struct Spec {
     pub base_port: u16,
     pub data_dir: PathBuf,
     pub host: String,
-    /// Extra `--set KEY=VALUE` passed to every node.
+    /// Extra `--set KEY=VALUE` passed to every node; `{node.id}` in a value becomes the
+    /// node's id (e.g. `broker.rack=rack-{node.id}`).
     pub set: Vec<String>,
 }
 
@@ -43,7 +44,7 @@ impl Spec {
             }
         }
         for s in &self.set {
-            c.args(["--set", s]);
+            c.args(["--set", &s.replace("{node.id}", &i.to_string())]);
         }
         c
     }

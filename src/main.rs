@@ -42,7 +42,7 @@ struct DevClusterArgs {
     /// Host to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
-    /// A config key for every node, e.g. --set min.insync.replicas=2. Repeatable.
+    /// A config key for every node, e.g. --set min.insync.replicas=2; {node.id} in a value becomes the node's id. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
 }

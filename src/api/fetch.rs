@@ -29,6 +29,8 @@ struct PartResult {
     slice: Option<FileSlice>,
     /// (epoch, end offset) when the fetcher's last epoch is not in this log as it says.
     diverging: Option<(i32, i64)>,
+    /// The follower a consumer should fetch from instead (KIP-392), or -1.
+    preferred_read_replica: i32,
 }
 
 struct TopicResult {
@@ -66,6 +68,7 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest) -> (Vec<TopicResult>, usize, bool
         let mut parts = Vec::with_capacity(ft.partitions.len());
         for fp in &ft.partitions {
             let mut diverging = None;
+            let mut preferred = -1;
             let result = topic.as_ref().map_err(Clone::clone).and_then(|t| {
                 let p = t.get(fp.partition)?;
                 let max = (fp.partition_max_bytes.max(0) as usize).min(remaining);
@@ -85,7 +88,16 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest) -> (Vec<TopicResult>, usize, bool
                     }
                     return p.fetch_slice_for_follower(fp.fetch_offset, max, min_one, fp.current_leader_epoch);
                 }
-                p.fetch_slice(fp.fetch_offset, max, min_one, fp.current_leader_epoch, committed)
+                // KIP-392: a consumer in another rack than the leader is sent to an in-sync
+                // follower in its own rack, which then serves it (v11+ consumers only).
+                let v11 = ctx.version >= 11;
+                if v11 && !req.rack_id.is_empty() && p.is_leader() {
+                    if let Some(id) = preferred_read_replica(broker, t, fp.partition, &req.rack_id) {
+                        preferred = id;
+                        return p.fetch_slice_for_follower(fp.fetch_offset, 0, false, fp.current_leader_epoch);
+                    }
+                }
+                p.fetch_slice(fp.fetch_offset, max, min_one, fp.current_leader_epoch, committed, v11)
             });
             parts.push(match result {
                 Ok(d) => {
@@ -103,6 +115,7 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest) -> (Vec<TopicResult>, usize, bool
                         aborted: committed.then(|| d.aborted.iter().map(|a| (a.producer_id, a.first)).collect()),
                         slice: d.slice,
                         diverging,
+                        preferred_read_replica: preferred,
                     }
                 }
                 Err(e) => {
@@ -116,6 +129,7 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest) -> (Vec<TopicResult>, usize, bool
                         aborted: committed.then(Vec::new),
                         slice: None,
                         diverging: None,
+                        preferred_read_replica: -1,
                     }
                 }
             });
@@ -123,6 +137,22 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest) -> (Vec<TopicResult>, usize, bool
         topics.push(TopicResult { name: ft.topic.clone(), id: ft.topic_id, parts });
     }
     (topics, total, any_error)
+}
+
+/// Kafka's RackAwareReplicaSelector, when `replica.selector.class` names it: an in-sync,
+/// live follower in the client's rack, unless the leader is in that rack itself.
+fn preferred_read_replica(broker: &crate::broker::Broker, topic: &crate::broker::Topic, partition: i32, rack: &str) -> Option<i32> {
+    if !broker.config().get("replica.selector.class").ends_with("RackAwareReplicaSelector") {
+        return None;
+    }
+    let state = topic.states.get(usize::try_from(partition).ok()?)?;
+    let img = broker.cluster.image();
+    let img = img.read();
+    let in_rack = |id: &i32| img.brokers.get(id).is_some_and(|b| !b.fenced && b.rack.as_deref() == Some(rack));
+    if in_rack(&state.leader) {
+        return None;
+    }
+    state.replicas.iter().copied().find(|id| *id != state.leader && state.isr.contains(id) && in_rack(id))
 }
 
 /// Runs the fetch, waiting as the request allows. Err is a top-level error code.
@@ -177,6 +207,7 @@ fn to_response(topics: Vec<TopicResult>) -> FetchResponse {
                                 .collect()
                         }))
                         .with_records(Some(records))
+                        .with_preferred_read_replica(p.preferred_read_replica.into())
                         .with_diverging_epoch(
                             p.diverging
                                 .map(|(epoch, end)| fetch_response::EpochEndOffset::default().with_epoch(epoch).with_end_offset(end))
@@ -283,7 +314,7 @@ fn encode_frame(version: i16, correlation_id: i32, result: Result<Vec<TopicResul
                 e.tags();
             }
             if version >= 11 {
-                e.buf.put_i32(-1); // preferred read replica
+                e.buf.put_i32(p.preferred_read_replica);
             }
             e.records(p.slice);
             match (version >= 12, p.diverging) {
@@ -336,6 +367,7 @@ mod tests {
             aborted,
             slice,
             diverging: (index == 1).then_some((3, 42)),
+            preferred_read_replica: if index == 2 { 3 } else { -1 },
         };
         vec![TopicResult {
             name: kafka_protocol::protocol::StrBytes::from_static_str("topic").into(),

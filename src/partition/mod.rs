@@ -288,9 +288,20 @@ impl Partition {
 
     /// The fetch path for clients: the same as [`Partition::fetch_isolated`], but the
     /// records stay in the segment file until the socket takes them.
-    pub fn fetch_slice(&self, offset: i64, max_bytes: usize, min_one: bool, leader_epoch: i32, read_committed: bool) -> Result<SliceData> {
+    /// `from_follower`: a follower may answer too (KIP-392), up to its own high watermark.
+    pub fn fetch_slice(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        min_one: bool,
+        leader_epoch: i32,
+        read_committed: bool,
+        from_follower: bool,
+    ) -> Result<SliceData> {
         let st = self.state.lock();
-        st.replicas.check_leader()?;
+        if !(from_follower && st.replicas.leader >= 0) {
+            st.replicas.check_leader()?;
+        }
         check_epoch(leader_epoch, st.leader_epoch)?;
         let lso = st.last_stable_offset();
         let upper = if read_committed { lso } else { st.high_watermark };

@@ -4,19 +4,27 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.stream.Collectors;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -41,6 +49,20 @@ final class Clients {
         p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
         p.putAll(overrides);
         return Admin.create(p);
+    }
+
+    /**
+     * An admin client for a {@link SluiceCluster} whose nodes get killed: short request timeout,
+     * frequent metadata refresh and quick reconnects; {@code overrides} are key, value pairs and win.
+     */
+    static Admin clusterAdmin(String bootstrap, String... overrides) {
+        Map<String, String> props = new TreeMap<>(Map.of(
+                AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000",
+                AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "15000",
+                AdminClientConfig.METADATA_MAX_AGE_CONFIG, "1000",
+                AdminClientConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, "500"));
+        props.putAll(SluiceBroker.settings(overrides));
+        return admin(bootstrap, props);
     }
 
     /**
@@ -76,6 +98,71 @@ final class Clients {
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, "sluice-compat-consumer");
         return new KafkaConsumer<>(p, new StringDeserializer(), new StringDeserializer());
+    }
+
+    /**
+     * Properties of an {@code assign()} consumer with the given {@code isolation.level}
+     * ({@code read_committed} or {@code read_uncommitted}): earliest, no commits, big polls.
+     */
+    static Properties consumerProps(String bootstrap, String isolation) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, "sluice-compat-txn-" + isolation);
+        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "5000");
+        return p;
+    }
+
+    /** A String consumer built from {@link #consumerProps(String, String)}. */
+    static KafkaConsumer<String, String> consumer(String bootstrap, String isolation) {
+        return new KafkaConsumer<>(consumerProps(bootstrap, isolation), new StringDeserializer(),
+                new StringDeserializer());
+    }
+
+    /** Partitions 0..count-1 of {@code topic}. */
+    static List<TopicPartition> partitions(String topic, int count) {
+        List<TopicPartition> tps = new ArrayList<>();
+        for (int p = 0; p < count; p++) {
+            tps.add(new TopicPartition(topic, p));
+        }
+        return tps;
+    }
+
+    /** End offsets as seen with {@code isolation}: the last stable offsets for read_committed. */
+    static Map<TopicPartition, Long> endOffsets(String bootstrap, Collection<TopicPartition> tps, String isolation) {
+        try (KafkaConsumer<String, String> c = consumer(bootstrap, isolation)) {
+            return c.endOffsets(tps);
+        }
+    }
+
+    /**
+     * Reads the partitions from the beginning up to their end offset as seen with {@code isolation}
+     * (the LSO for read_committed), in partition order; fails after 60 s.
+     */
+    static List<ConsumerRecord<String, String>> readAll(String bootstrap, List<TopicPartition> tps, String isolation) {
+        try (KafkaConsumer<String, String> c = consumer(bootstrap, isolation)) {
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            Map<TopicPartition, Long> end = c.endOffsets(tps);
+            Map<TopicPartition, List<ConsumerRecord<String, String>>> byPartition = new LinkedHashMap<>();
+            tps.forEach(tp -> byPartition.put(tp, new ArrayList<>()));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (tps.stream().anyMatch(tp -> c.position(tp) < end.get(tp))) {
+                if (System.nanoTime() > deadline) {
+                    fail("timed out reading " + tps + " (" + isolation + ") up to " + end);
+                }
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                    byPartition.get(new TopicPartition(r.topic(), r.partition())).add(r);
+                }
+            }
+            return byPartition.values().stream().flatMap(List::stream).collect(Collectors.toList());
+        }
+    }
+
+    static List<String> values(List<ConsumerRecord<String, String>> records) {
+        return records.stream().map(ConsumerRecord::value).collect(Collectors.toList());
     }
 
     /** Waits for a future and returns its value; the failure (unwrapped) propagates to fail the test. */

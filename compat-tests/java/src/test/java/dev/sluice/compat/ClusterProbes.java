@@ -13,8 +13,11 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.DescribeClusterOptions;
 import org.apache.kafka.clients.admin.DescribeMetadataQuorumOptions;
 import org.apache.kafka.clients.admin.DescribeTopicsOptions;
+import org.apache.kafka.clients.admin.DescribeTransactionsOptions;
 import org.apache.kafka.clients.admin.QuorumInfo;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.admin.TransactionDescription;
+import org.apache.kafka.clients.admin.TransactionState;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartitionInfo;
 
@@ -117,6 +120,23 @@ final class ClusterProbes {
             Set<Integer> live = liveNodeIds(admin);
             seen.set("nodes " + live);
             return live.equals(expected) ? live : null;
+        });
+    }
+
+    /** describeTransactions of one transactional id (its coordinator, state, producer id and epoch, partitions). */
+    static TransactionDescription transaction(Admin admin, String transactionalId) throws Exception {
+        return admin.describeTransactions(List.of(transactionalId),
+                        new DescribeTransactionsOptions().timeoutMs(PROBE_TIMEOUT_MS))
+                .description(transactionalId).get(PROBE_TIMEOUT_MS + 500L, TimeUnit.MILLISECONDS);
+    }
+
+    /** Polls describeTransactions until {@code transactionalId} is in {@code state}; returns that description. */
+    static TransactionDescription awaitTransactionState(Admin admin, String transactionalId, TransactionState state,
+                                                        Duration timeout) throws InterruptedException {
+        return await("transaction " + transactionalId + " is in state " + state, timeout, seen -> {
+            TransactionDescription d = transaction(admin, transactionalId);
+            seen.set(String.valueOf(d));
+            return d.state() == state ? d : null;
         });
     }
 

@@ -89,13 +89,7 @@ class ClusterTest {
     }
 
     private Admin admin(String bootstrap, String... overrides) {
-        Map<String, String> props = new TreeMap<>(Map.of(
-                AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000",
-                AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "15000",
-                AdminClientConfig.METADATA_MAX_AGE_CONFIG, "1000",
-                AdminClientConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, "500"));
-        props.putAll(SluiceBroker.settings(overrides));
-        Admin a = Clients.admin(bootstrap, props);
+        Admin a = Clients.clusterAdmin(bootstrap, overrides);
         admins.add(a);
         return a;
     }

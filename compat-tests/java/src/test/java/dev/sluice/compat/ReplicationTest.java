@@ -49,7 +49,6 @@ import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -114,11 +113,7 @@ class ReplicationTest {
     }
 
     private Admin admin(String bootstrap) {
-        Admin a = Clients.admin(bootstrap, Map.of(
-                AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000",
-                AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "15000",
-                AdminClientConfig.METADATA_MAX_AGE_CONFIG, "1000",
-                AdminClientConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, "500"));
+        Admin a = Clients.clusterAdmin(bootstrap);
         admins.add(a);
         return a;
     }

@@ -1,5 +1,12 @@
 package dev.sluice.compat;
 
+import static dev.sluice.compat.Clients.consumer;
+import static dev.sluice.compat.Clients.consumerProps;
+import static dev.sluice.compat.Clients.endOffsets;
+import static dev.sluice.compat.Clients.partitions;
+import static dev.sluice.compat.Clients.producer;
+import static dev.sluice.compat.Clients.readAll;
+import static dev.sluice.compat.Clients.values;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -24,7 +31,6 @@ import java.util.Arrays;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -60,7 +66,6 @@ import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
-import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
@@ -769,73 +774,6 @@ class TransactionsTest {
         p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
         p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
         return Admin.create(p);
-    }
-
-    private static KafkaProducer<String, String> producer(String bootstrap, Map<String, String> overrides) {
-        Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        p.putAll(overrides);
-        return new KafkaProducer<>(p, new StringSerializer(), new StringSerializer());
-    }
-
-    private static Properties consumerProps(String bootstrap, String isolation) {
-        Properties p = new Properties();
-        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
-        p.put(ConsumerConfig.CLIENT_ID_CONFIG, "sluice-compat-txn-" + isolation);
-        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "5000");
-        return p;
-    }
-
-    private static KafkaConsumer<String, String> consumer(String bootstrap, String isolation) {
-        return new KafkaConsumer<>(consumerProps(bootstrap, isolation), new StringDeserializer(),
-                new StringDeserializer());
-    }
-
-    private static List<TopicPartition> partitions(String topic, int count) {
-        List<TopicPartition> tps = new ArrayList<>();
-        for (int p = 0; p < count; p++) {
-            tps.add(new TopicPartition(topic, p));
-        }
-        return tps;
-    }
-
-    private static Map<TopicPartition, Long> endOffsets(String bootstrap, Collection<TopicPartition> tps,
-                                                        String isolation) {
-        try (KafkaConsumer<String, String> c = consumer(bootstrap, isolation)) {
-            return c.endOffsets(tps);
-        }
-    }
-
-    /**
-     * Reads the partitions from the beginning up to their end offset as seen with {@code isolation}
-     * (the LSO for read_committed), in partition order.
-     */
-    private static List<ConsumerRecord<String, String>> readAll(String bootstrap, List<TopicPartition> tps,
-                                                              String isolation) {
-        try (KafkaConsumer<String, String> c = consumer(bootstrap, isolation)) {
-            c.assign(tps);
-            c.seekToBeginning(tps);
-            Map<TopicPartition, Long> end = c.endOffsets(tps);
-            Map<TopicPartition, List<ConsumerRecord<String, String>>> byPartition = new LinkedHashMap<>();
-            tps.forEach(tp -> byPartition.put(tp, new ArrayList<>()));
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-            while (tps.stream().anyMatch(tp -> c.position(tp) < end.get(tp))) {
-                if (System.nanoTime() > deadline) {
-                    fail("timed out reading " + tps + " (" + isolation + ") up to " + end);
-                }
-                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
-                    byPartition.get(new TopicPartition(r.topic(), r.partition())).add(r);
-                }
-            }
-            return byPartition.values().stream().flatMap(List::stream).collect(Collectors.toList());
-        }
-    }
-
-    private static List<String> values(List<ConsumerRecord<String, String>> records) {
-        return records.stream().map(ConsumerRecord::value).collect(Collectors.toList());
     }
 
     private static void closeQuietly(KafkaConsumer<?, ?> c) {
