@@ -9,7 +9,7 @@ mod topics;
 pub use crate::controller::rpc::CreateRequest;
 pub use configs::{AlterOp, ConfigEntry};
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -57,6 +57,15 @@ impl Topic {
     /// The partitions hosted here.
     pub fn local(&self) -> impl Iterator<Item = &Arc<Partition>> {
         self.slots.iter().flatten()
+    }
+
+    /// For a coordinator that owns the partitions it leads: (led now, gained, lost)
+    /// against `owned`, or None when nothing changed.
+    pub fn leadership_change(&self, owned: &HashSet<i32>) -> Option<(HashSet<i32>, HashSet<i32>, HashSet<i32>)> {
+        let led: HashSet<i32> = self.local().filter(|p| p.is_leader()).map(|p| p.index).collect();
+        let gained: HashSet<i32> = led.difference(owned).copied().collect();
+        let lost: HashSet<i32> = owned.difference(&led).copied().collect();
+        (!gained.is_empty() || !lost.is_empty()).then_some((led, gained, lost))
     }
 }
 

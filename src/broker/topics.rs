@@ -130,4 +130,20 @@ impl Broker {
         let img = img.read();
         img.brokers.get(&leader).filter(|b| !b.fenced).map(|b| (b.id, b.host.clone(), b.port)).ok_or(Error::LeaderNotAvailable)
     }
+
+    /// An internal compacted topic (`__consumer_offsets`, `__transaction_state`),
+    /// created on first use as Kafka does.
+    pub fn ensure_internal_topic(&self, name: &str, partitions: i32) -> Result<Arc<Topic>> {
+        if let Some(t) = self.topic(name) {
+            return Ok(t);
+        }
+        let configs =
+            [("cleanup.policy", "compact"), ("segment.bytes", "104857600")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let req = CreateRequest { name: name.into(), partitions, replication_factor: -1, assignments: vec![], configs };
+        match self.create_topic(&req) {
+            Ok(t) => Ok(t),
+            Err(Error::TopicAlreadyExists(_)) => self.topic(name).ok_or(Error::CoordinatorNotAvailable),
+            Err(e) => Err(e),
+        }
+    }
 }

@@ -18,7 +18,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use crate::broker::{now_ms, Broker, CreateRequest};
+use crate::broker::{now_ms, Broker};
 use crate::error::{Error, Result};
 use crate::log::records;
 use classic::{Group, GroupConfig, JoinRequest, JoinResponse, Reply, State, SyncResponse, Ticket};
@@ -382,24 +382,7 @@ impl Coordinator {
 
     /// `__consumer_offsets`, created on first use as Kafka does.
     pub fn ensure_offsets_topic(&self, broker: &Broker) -> Result<std::sync::Arc<crate::broker::Topic>> {
-        if let Some(t) = broker.topic(OFFSETS_TOPIC) {
-            return Ok(t);
-        }
-        let mut configs = BTreeMap::new();
-        configs.insert("cleanup.policy".to_string(), "compact".to_string());
-        configs.insert("segment.bytes".to_string(), "104857600".to_string());
-        let req = CreateRequest {
-            name: OFFSETS_TOPIC.into(),
-            partitions: self.offsets_partitions,
-            replication_factor: -1,
-            assignments: vec![],
-            configs,
-        };
-        match broker.create_topic(&req) {
-            Ok(t) => Ok(t),
-            Err(Error::TopicAlreadyExists(_)) => broker.topic(OFFSETS_TOPIC).ok_or(Error::CoordinatorNotAvailable),
-            Err(e) => Err(e),
-        }
+        broker.ensure_internal_topic(OFFSETS_TOPIC, self.offsets_partitions)
     }
 
     /// The `__consumer_offsets` partition that holds `group`.

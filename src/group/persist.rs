@@ -53,14 +53,7 @@ impl Coordinator {
     /// its groups loaded from its log; one it no longer leads has its groups dropped.
     pub fn sync_ownership(&self, broker: &Broker) {
         let Some(topic) = broker.topic(OFFSETS_TOPIC) else { return };
-        let led: HashSet<i32> = topic.local().filter(|p| p.is_leader()).map(|p| p.index).collect();
-        let (gained, lost): (HashSet<i32>, HashSet<i32>) = {
-            let owned = self.owned.lock();
-            (led.difference(&owned).copied().collect(), owned.difference(&led).copied().collect())
-        };
-        if gained.is_empty() && lost.is_empty() {
-            return;
-        }
+        let Some((led, gained, lost)) = topic.leadership_change(&self.owned.lock()) else { return };
         let n = self.offsets_partitions;
         {
             let mut inner = self.inner.lock();

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
-use crate::broker::{now_ms, Broker, CreateRequest, Topic};
+use crate::broker::{now_ms, Broker, Topic};
 use crate::error::{Error, Result};
 use crate::group::store::partition_for;
 use crate::log::records;
@@ -112,23 +112,7 @@ impl TxnCoordinator {
 
     /// `__transaction_state`, created on first use as Kafka does.
     pub fn ensure_topic(&self, broker: &Broker) -> Result<Arc<Topic>> {
-        if let Some(t) = broker.topic(TXN_TOPIC) {
-            return Ok(t);
-        }
-        let configs =
-            [("cleanup.policy", "compact"), ("segment.bytes", "104857600")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let req = CreateRequest {
-            name: TXN_TOPIC.into(),
-            partitions: self.config.partitions,
-            replication_factor: -1,
-            assignments: vec![],
-            configs,
-        };
-        match broker.create_topic(&req) {
-            Ok(t) => Ok(t),
-            Err(Error::TopicAlreadyExists(_)) => broker.topic(TXN_TOPIC).ok_or(Error::CoordinatorNotAvailable),
-            Err(e) => Err(e),
-        }
+        broker.ensure_internal_topic(TXN_TOPIC, self.config.partitions)
     }
 
     /// (node id, host, port) of `id`'s coordinator: the leader of its partition.
@@ -458,14 +442,7 @@ impl TxnCoordinator {
     /// longer leads has them dropped.
     pub fn sync_ownership(&self, broker: &Broker) {
         let Some(topic) = broker.topic(TXN_TOPIC) else { return };
-        let led: HashSet<i32> = topic.local().filter(|p| p.is_leader()).map(|p| p.index).collect();
-        let (gained, lost): (HashSet<i32>, HashSet<i32>) = {
-            let owned = self.owned.lock();
-            (led.difference(&owned).copied().collect(), owned.difference(&led).copied().collect())
-        };
-        if gained.is_empty() && lost.is_empty() {
-            return;
-        }
+        let Some((led, gained, lost)) = topic.leadership_change(&self.owned.lock()) else { return };
         self.txns.lock().retain(|id, _| {
             let p = self.partition_of(id);
             !lost.contains(&p) && !gained.contains(&p)
