@@ -41,8 +41,12 @@ pub struct Output {
     pub leader_changed: bool,
 }
 
-/// Take a snapshot after this many applied entries.
+/// Take a snapshot after this many applied entries,
 const SNAPSHOT_EVERY: u64 = 4096;
+/// or after this many bytes of records (Kafka's
+/// `metadata.log.max.record.bytes.between.snapshots`), so a log of a few huge batches (a
+/// restart of a broker leading 10 000 partitions) stays quick to replay.
+const SNAPSHOT_BYTES: u64 = 20 << 20;
 
 /// A quorum member.
 pub struct QuorumNode {
@@ -51,6 +55,8 @@ pub struct QuorumNode {
     store: RaftStore,
     image: Arc<RwLock<Image>>,
     last_leader: u64,
+    /// Record bytes applied since the last snapshot.
+    bytes_since_snapshot: u64,
 }
 
 fn discard_logger() -> slog::Logger {
@@ -78,7 +84,7 @@ impl QuorumNode {
         };
         cfg.validate()?;
         let raw = RawNode::new(&cfg, store.clone(), &discard_logger())?;
-        Ok(QuorumNode { id, raw, store, image: Arc::new(RwLock::new(image)), last_leader: 0 })
+        Ok(QuorumNode { id, raw, store, image: Arc::new(RwLock::new(image)), last_leader: 0, bytes_since_snapshot: 0 })
     }
 
     /// The image this node has applied (shared: readers take the lock briefly).
@@ -164,6 +170,7 @@ impl QuorumNode {
             let snap = rd.snapshot().clone();
             let image = Image::from_snapshot(&snap.data).map_err(anyhow::Error::msg)?;
             self.store.apply_snapshot(snap)?;
+            self.bytes_since_snapshot = 0;
             *self.image.write() = image;
         }
         self.apply(rd.take_committed_entries(), &mut out)?;
@@ -203,6 +210,7 @@ impl QuorumNode {
                 image.offset = image.offset.max(e.index);
                 continue;
             }
+            self.bytes_since_snapshot += e.data.len() as u64;
             match RecordBatch::decode(&e.data) {
                 Ok(batch) => {
                     for r in &batch.records {
@@ -220,10 +228,8 @@ impl QuorumNode {
 
     fn maybe_snapshot(&mut self) -> anyhow::Result<()> {
         let applied = self.raw.raft.raft_log.applied;
-        let snap_index = self.store.snapshot_now().get_metadata().index;
-        if applied >= snap_index + SNAPSHOT_EVERY {
-            let bytes = self.image.read().to_snapshot();
-            self.store.compact(applied, bytes)?;
+        if applied >= self.store.snapshot_index() + SNAPSHOT_EVERY || self.bytes_since_snapshot >= SNAPSHOT_BYTES {
+            self.snapshot_now()?;
         }
         Ok(())
     }
@@ -233,6 +239,7 @@ impl QuorumNode {
         let applied = self.raw.raft.raft_log.applied;
         let bytes = self.image.read().to_snapshot();
         self.store.compact(applied, bytes)?;
+        self.bytes_since_snapshot = 0;
         Ok(())
     }
 }

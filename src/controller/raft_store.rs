@@ -128,6 +128,11 @@ impl RaftStore {
         Ok(RaftStore { core: Arc::new(RwLock::new(core)), file: Arc::new(parking_lot::Mutex::new(file)), dir: dir.to_path_buf() })
     }
 
+    /// The index the latest snapshot covers (without copying its data).
+    pub fn snapshot_index(&self) -> u64 {
+        self.core.read().snapshot.get_metadata().index
+    }
+
     /// The latest snapshot (its data is an image; empty for a new log).
     pub fn snapshot_now(&self) -> Snapshot {
         self.core.read().snapshot.clone()

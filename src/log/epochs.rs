@@ -14,6 +14,8 @@ const FILE: &str = "leader-epoch-checkpoint";
 pub struct EpochCache {
     entries: Vec<(i32, i64)>,
     path: PathBuf,
+    /// The last entry is not in the file yet (see [`EpochCache::assign_on_leadership`]).
+    dirty: bool,
 }
 
 impl EpochCache {
@@ -32,10 +34,11 @@ impl EpochCache {
                     .collect()
             })
             .unwrap_or_default();
-        EpochCache { entries, path }
+        EpochCache { entries, path, dirty: false }
     }
 
-    fn save(&self) -> std::io::Result<()> {
+    fn save(&mut self) -> std::io::Result<()> {
+        self.dirty = false;
         let mut text = format!("0\n{}\n", self.entries.len());
         for (e, o) in &self.entries {
             text.push_str(&format!("{e} {o}\n"));
@@ -52,11 +55,34 @@ impl EpochCache {
 
     /// Notes that `epoch` starts at `offset` (ignored unless newer than the latest).
     pub fn assign(&mut self, epoch: i32, offset: i64) -> std::io::Result<()> {
-        if epoch < 0 || self.latest().is_some_and(|l| epoch <= l) {
+        if epoch < 0 || self.latest().is_some_and(|l| epoch < l) {
             return Ok(());
         }
-        self.entries.push((epoch, offset));
+        if self.latest() == Some(epoch) {
+            return if self.dirty { self.save() } else { Ok(()) };
+        }
+        self.supersede(epoch, offset);
         self.save()
+    }
+
+    /// A new leader's epoch, starting at its log end: kept in memory and written with the
+    /// first batch appended in it. Until then the file without it answers the same for
+    /// every offset in the log (the epoch holds none), and a broker leading thousands of
+    /// partitions starts without rewriting thousands of files.
+    pub fn assign_on_leadership(&mut self, epoch: i32, offset: i64) {
+        if epoch < 0 || self.latest().is_some_and(|l| epoch <= l) {
+            return;
+        }
+        self.supersede(epoch, offset);
+        self.dirty = true;
+    }
+
+    /// As Kafka: a new epoch replaces the epochs that start where it starts or later
+    /// (they hold no records), so an idle partition's cache does not grow with every
+    /// change of leader.
+    fn supersede(&mut self, epoch: i32, offset: i64) {
+        self.entries.retain(|(_, o)| *o < offset);
+        self.entries.push((epoch, offset));
     }
 
     /// Where `epoch` ends, as Kafka's OffsetForLeaderEpoch answers: for the latest epoch,
@@ -130,5 +156,25 @@ mod tests {
         assert_eq!(empty.end_offset_for(3, 5), (-1, -1));
         empty.assign(-1, 0).unwrap();
         assert!(empty.is_empty());
+    }
+
+    #[test]
+    fn leadership_epochs_are_written_with_their_first_batch_and_supersede_empty_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = EpochCache::open(dir.path());
+        c.assign(3, 0).unwrap();
+        c.assign_on_leadership(4, 10);
+        assert_eq!(c.end_offset_for(3, 10), (3, 10));
+        assert_eq!(c.latest(), Some(4));
+        assert_eq!(EpochCache::open(dir.path()).latest(), Some(3), "not written before a batch lands in it");
+        // Leadership moves again with nothing written: the empty epoch 4 is replaced.
+        c.assign_on_leadership(6, 10);
+        c.assign(6, 10).unwrap();
+        let reopened = EpochCache::open(dir.path());
+        assert_eq!(reopened.entries, vec![(3, 0), (6, 10)]);
+        assert_eq!(reopened.end_offset_for(4, 15), (3, 10), "an epoch that held nothing ends where the next starts");
+        // An older epoch never goes in after a newer one.
+        c.assign_on_leadership(5, 12);
+        assert_eq!(c.latest(), Some(6));
     }
 }

@@ -79,9 +79,7 @@ impl Partition {
             ReplicaSet { me, leader: ps.leader, replicas: ps.replicas.clone(), isr: ps.isr.clone(), partition_epoch: ps.partition_epoch };
         if became_leader {
             let leo = st.log.log_end_offset();
-            if let Err(e) = st.epochs.assign(ps.leader_epoch, leo) {
-                tracing::warn!(topic = %self.topic, partition = self.index, error = %e, "cannot record the leader epoch");
-            }
+            st.epochs.assign_on_leadership(ps.leader_epoch, leo);
             // Followers get a full lag allowance from the moment this broker leads.
             let now = crate::broker::now_ms();
             st.followers = ps
