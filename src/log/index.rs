@@ -1,8 +1,9 @@
 //! Sparse indexes of one segment: offset → file position, and timestamp → offset.
 //!
-//! Entries live in memory and are appended to their file as they are made; the file
-//! handle is opened only when there is something to write, and closed when the
-//! segment goes idle, so thousands of partitions don't hold thousands of handles.
+//! Entries live in memory and reach their file in batches: when the segment is flushed,
+//! rolled or goes idle, and on shutdown. No handle stays open, so thousands of written
+//! partitions hold one file each (their `.log`), and an entry costs no system call. After
+//! a crash the active segment's indexes are rebuilt from the log anyway.
 //! A file that doesn't check out on open (wrong size, out of order, past the
 //! segment's end) is thrown away and rebuilt from the segment by the caller.
 
@@ -13,26 +14,46 @@ use std::path::{Path, PathBuf};
 /// Offset index: (offset relative to the segment base, byte position).
 pub struct OffsetIndex {
     path: PathBuf,
-    file: Option<File>,
+    /// How many of `entries` are in the file.
+    written: usize,
     pub entries: Vec<(u32, u32)>,
 }
 
 /// Time index: (max timestamp so far, offset relative to the segment base).
 pub struct TimeIndex {
     path: PathBuf,
-    file: Option<File>,
+    written: usize,
     pub entries: Vec<(i64, u32)>,
 }
 
-fn open_append(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new().create(true).read(true).append(true).open(path)
+/// Appends `entries[*written..]` to the file at `path`, `width` bytes each.
+fn write_pending<T>(path: &Path, written: &mut usize, entries: &[T], encode: impl Fn(&T, &mut Vec<u8>)) -> std::io::Result<()> {
+    if *written >= entries.len() {
+        return Ok(());
+    }
+    let mut bytes = Vec::new();
+    entries[*written..].iter().for_each(|e| encode(e, &mut bytes));
+    OpenOptions::new().create(true).append(true).open(path)?.write_all(&bytes)?;
+    *written = entries.len();
+    Ok(())
 }
 
-fn handle<'a>(file: &'a mut Option<File>, path: &Path) -> std::io::Result<&'a mut File> {
-    if file.is_none() {
-        *file = Some(open_append(path)?);
+/// Cuts the file to its first `keep` entries of `width` bytes, if it holds more.
+fn truncate_file(path: &Path, written: &mut usize, keep: usize, width: u64) -> std::io::Result<()> {
+    if *written > keep {
+        OpenOptions::new().write(true).open(path)?.set_len(keep as u64 * width)?;
+        *written = keep;
     }
-    Ok(file.as_mut().expect("just opened"))
+    Ok(())
+}
+
+/// fsyncs the file (an fsync reaches the file's data whatever handle asks).
+fn sync_file(path: &Path) -> std::io::Result<()> {
+    match File::open(path) {
+        Ok(f) => f.sync_data(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 impl OffsetIndex {
@@ -59,17 +80,21 @@ impl OffsetIndex {
             entries.clear();
             std::fs::write(path, b"")?;
         }
-        Ok((OffsetIndex { path: path.to_path_buf(), file: None, entries }, ok))
+        let written = entries.len();
+        Ok((OffsetIndex { path: path.to_path_buf(), written, entries }, ok))
     }
 
     /// Adds an entry; the caller spaces them by `index.interval.bytes`.
-    pub fn append(&mut self, rel: u32, pos: u32) -> std::io::Result<()> {
-        let mut e = [0u8; 8];
-        e[0..4].copy_from_slice(&rel.to_be_bytes());
-        e[4..8].copy_from_slice(&pos.to_be_bytes());
-        handle(&mut self.file, &self.path)?.write_all(&e)?;
+    pub fn append(&mut self, rel: u32, pos: u32) {
         self.entries.push((rel, pos));
-        Ok(())
+    }
+
+    /// Writes the entries made since the last call to the file.
+    pub fn persist(&mut self) -> std::io::Result<()> {
+        write_pending(&self.path, &mut self.written, &self.entries, |&(rel, pos), b| {
+            b.extend(rel.to_be_bytes());
+            b.extend(pos.to_be_bytes());
+        })
     }
 
     /// Position of the last indexed batch at or before relative offset `rel`.
@@ -84,17 +109,13 @@ impl OffsetIndex {
     pub fn truncate_to_position(&mut self, pos: u32) -> std::io::Result<()> {
         let keep = self.entries.partition_point(|&(_, p)| p < pos);
         self.entries.truncate(keep);
-        handle(&mut self.file, &self.path)?.set_len(keep as u64 * 8)?;
-        Ok(())
+        truncate_file(&self.path, &mut self.written, keep, 8)
     }
 
-    pub fn sync(&self) -> std::io::Result<()> {
-        self.file.as_ref().map_or(Ok(()), File::sync_data)
-    }
-
-    /// Lets go of the file handle; the next write opens it again.
-    pub fn close(&mut self) {
-        self.file = None;
+    /// Writes what is pending and fsyncs the file.
+    pub fn sync(&mut self) -> std::io::Result<()> {
+        self.persist()?;
+        sync_file(&self.path)
     }
 
     pub fn path(&self) -> &Path {
@@ -125,20 +146,24 @@ impl TimeIndex {
             entries.clear();
             std::fs::write(path, b"")?;
         }
-        Ok((TimeIndex { path: path.to_path_buf(), file: None, entries }, ok))
+        let written = entries.len();
+        Ok((TimeIndex { path: path.to_path_buf(), written, entries }, ok))
     }
 
     /// Records that timestamps up to `ts` are found at or before relative offset `rel`.
-    pub fn maybe_append(&mut self, ts: i64, rel: u32) -> std::io::Result<()> {
-        if self.entries.last().is_some_and(|&(lt, _)| ts <= lt) {
-            return Ok(());
+    pub fn maybe_append(&mut self, ts: i64, rel: u32) {
+        if self.entries.last().is_some_and(|&(lt, lr)| ts <= lt || rel < lr) {
+            return;
         }
-        let mut e = [0u8; 12];
-        e[0..8].copy_from_slice(&ts.to_be_bytes());
-        e[8..12].copy_from_slice(&rel.to_be_bytes());
-        handle(&mut self.file, &self.path)?.write_all(&e)?;
         self.entries.push((ts, rel));
-        Ok(())
+    }
+
+    /// Writes the entries made since the last call to the file.
+    pub fn persist(&mut self) -> std::io::Result<()> {
+        write_pending(&self.path, &mut self.written, &self.entries, |&(ts, rel), b| {
+            b.extend(ts.to_be_bytes());
+            b.extend(rel.to_be_bytes());
+        })
     }
 
     /// Relative offset from which to scan for the first record with timestamp >= `ts`.
@@ -152,17 +177,13 @@ impl TimeIndex {
     pub fn truncate_to_offset(&mut self, rel: u32) -> std::io::Result<()> {
         let keep = self.entries.partition_point(|&(_, r)| r < rel);
         self.entries.truncate(keep);
-        handle(&mut self.file, &self.path)?.set_len(keep as u64 * 12)?;
-        Ok(())
+        truncate_file(&self.path, &mut self.written, keep, 12)
     }
 
-    pub fn sync(&self) -> std::io::Result<()> {
-        self.file.as_ref().map_or(Ok(()), File::sync_data)
-    }
-
-    /// Lets go of the file handle; the next write opens it again.
-    pub fn close(&mut self) {
-        self.file = None;
+    /// Writes what is pending and fsyncs the file.
+    pub fn sync(&mut self) -> std::io::Result<()> {
+        self.persist()?;
+        sync_file(&self.path)
     }
 
     pub fn path(&self) -> &Path {
@@ -182,10 +203,18 @@ mod tests {
         let (idx, ok) = OffsetIndex::load(&p, 100).unwrap();
         assert!(!ok && idx.entries.is_empty());
         let (mut idx, _) = OffsetIndex::load(&p, 100).unwrap();
-        idx.append(0, 0).ok();
-        idx.append(5, 50).unwrap();
+        idx.append(0, 0);
+        idx.append(5, 50);
         assert_eq!(idx.lookup(4), 0);
         assert_eq!(idx.lookup(7), 50);
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 0, "entries wait in memory");
+        idx.persist().unwrap();
+        let (again, ok) = OffsetIndex::load(&p, 100).unwrap();
+        assert!(ok && again.entries == vec![(0, 0), (5, 50)]);
+        idx.truncate_to_position(50).unwrap();
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 8);
+        idx.append(5, 50);
+        idx.persist().unwrap();
         let (idx, ok) = OffsetIndex::load(&p, 40).unwrap();
         assert!(!ok, "an entry past the segment's end is caught");
         assert!(idx.entries.is_empty());

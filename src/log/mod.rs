@@ -225,6 +225,7 @@ impl Log {
         }
         // The closed segment goes to disk in the background, as Kafka does, so a
         // roll never stalls the produce that triggered it.
+        self.active_mut().seal()?;
         let stem = segment::file_stem(self.active().base);
         let files: Vec<PathBuf> = ["log", "index", "timeindex"].iter().map(|ext| self.dir.join(format!("{stem}.{ext}"))).collect();
         std::thread::spawn(move || {
@@ -504,7 +505,7 @@ impl Log {
 
     /// fsyncs the active segment and its indexes.
     pub fn flush(&mut self, now_ms: i64) -> Result<()> {
-        self.active().flush()?;
+        self.active_mut().flush()?;
         self.unflushed_messages = 0;
         self.last_flush_ms = now_ms;
         Ok(())

@@ -130,6 +130,8 @@ impl Segment {
             pos += h.total_len() as u64;
             prev_next = h.last_offset() + 1;
         }
+        self.index_max_timestamp();
+        self.persist_indexes()?;
         let cut = file_len - pos;
         if cut > 0 {
             self.f()?.set_len(pos)?;
@@ -182,18 +184,38 @@ impl Segment {
     /// Updates indexes and counters for a batch now stored at `pos`.
     fn track(&mut self, h: &BatchHeader, pos: u64) -> std::io::Result<()> {
         let rel = (h.base_offset - self.base) as u32;
-        if self.index.entries.is_empty() || self.bytes_since_index >= self.index_interval() {
-            self.index.append(rel, pos as u32)?;
-            self.bytes_since_index = 0;
-        }
-        self.bytes_since_index += h.total_len() as u64;
         if h.max_timestamp > self.max_timestamp {
             self.max_timestamp = h.max_timestamp;
             self.offset_of_max_timestamp = h.last_offset();
-            self.time_index.maybe_append(h.max_timestamp, (h.last_offset() - self.base) as u32)?;
         }
+        if self.index.entries.is_empty() || self.bytes_since_index >= self.index_interval() {
+            self.index.append(rel, pos as u32);
+            // As Kafka: time index entries ride with the offset index's.
+            self.index_max_timestamp();
+            self.bytes_since_index = 0;
+        }
+        self.bytes_since_index += h.total_len() as u64;
         self.next_offset = h.last_offset() + 1;
         Ok(())
+    }
+
+    /// Records the largest timestamp so far in the time index.
+    fn index_max_timestamp(&mut self) {
+        if self.max_timestamp >= 0 {
+            self.time_index.maybe_append(self.max_timestamp, (self.offset_of_max_timestamp - self.base) as u32);
+        }
+    }
+
+    /// The segment stops being the active one: its time index gets the segment's largest
+    /// timestamp (as Kafka's does) and both indexes go to the file.
+    pub fn seal(&mut self) -> std::io::Result<()> {
+        self.index_max_timestamp();
+        self.persist_indexes()
+    }
+
+    fn persist_indexes(&mut self) -> std::io::Result<()> {
+        self.index.persist()?;
+        self.time_index.persist()
     }
 
     fn index_interval(&self) -> u64 {
@@ -238,10 +260,10 @@ impl Segment {
         if now_ms - self.last_used.load(std::sync::atomic::Ordering::Relaxed) < idle_ms {
             return false;
         }
-        let had = self.file.lock().take().is_some();
-        self.index.close();
-        self.time_index.close();
-        had
+        if let Err(e) = self.persist_indexes() {
+            tracing::warn!(segment = %self.path.display(), error = %e, "could not write index entries");
+        }
+        self.file.lock().take().is_some()
     }
 
     /// The `.log` file's path.
@@ -288,7 +310,7 @@ impl Segment {
         Ok(())
     }
 
-    pub fn flush(&self) -> std::io::Result<()> {
+    pub fn flush(&mut self) -> std::io::Result<()> {
         if let Some(f) = self.file.lock().as_ref() {
             f.sync_data()?;
         }
