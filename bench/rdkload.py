@@ -4,9 +4,10 @@
 Every subcommand prints exactly one JSON object on stdout (diagnostics go to stderr) and exits
 non-zero on any error, so the harness can tell a failed run from a slow one.
 
-  create-topics --bootstrap B --topic NAME:PARTITIONS [--topic ...]
-      Creates the topics (replication factor 1) with the admin API and waits until every
-      partition has a leader. This is the one admin tool used for both brokers.
+  create-topics --bootstrap B --topic NAME:PARTITIONS[:RF] [--topic ...] [--config K=V ...]
+      Creates the topics (replication factor RF, default 1; every --config on every topic) with
+      the admin API and waits until every partition has a leader and all RF replicas in its
+      ISR. This is the one admin tool used for both brokers.
   produce --bootstrap B --topic T --count N --size S --acks 1|all
       Produces N records of S bytes as fast as the client goes; the clock runs from the first
       produce() until flush() has every delivery report.
@@ -72,17 +73,19 @@ class ClientErrors:
 def cmd_create_topics(a):
     errs = ClientErrors()
     admin = AdminClient({"bootstrap.servers": a.bootstrap, "error_cb": errs})
-    want = {}
+    want = {}  # name -> (partitions, replication factor)
     for spec in a.topic:
-        name, _, parts = spec.partition(":")
-        want[name] = int(parts or 1)
+        name, parts, rf = (spec.split(":") + ["1", "1"])[:3]
+        want[name] = (int(parts), int(rf))
+    config = dict(kv.split("=", 1) for kv in a.config)
     deadline = time.monotonic() + a.timeout
     pending = dict(want)
     while pending:
         if time.monotonic() > deadline:
             raise SystemExit(f"create-topics: timed out; still pending: {sorted(pending)}")
         futs = admin.create_topics(
-            [NewTopic(n, num_partitions=p, replication_factor=1) for n, p in pending.items()],
+            [NewTopic(n, num_partitions=p, replication_factor=rf, config=config)
+             for n, (p, rf) in pending.items()],
             request_timeout=15,
         )
         for name, fut in futs.items():
@@ -102,22 +105,23 @@ def cmd_create_topics(a):
                     raise SystemExit(f"create-topics: {name}: {err}")
         if pending:
             time.sleep(0.5)
-    # Wait until metadata shows every partition with a leader.
+    # Wait until metadata shows every partition with a leader and a full ISR.
     while True:
         md = admin.list_topics(timeout=10)
         missing = []
-        for name, parts in want.items():
+        for name, (parts, rf) in want.items():
             t = md.topics.get(name)
             if t is None or t.error is not None or len(t.partitions) != parts or any(
-                p.leader < 0 for p in t.partitions.values()
+                p.leader < 0 or len(p.isrs) < rf for p in t.partitions.values()
             ):
                 missing.append(name)
         if not missing:
             break
         if time.monotonic() > deadline:
-            raise SystemExit(f"create-topics: partitions without leader: {missing}")
+            raise SystemExit(f"create-topics: partitions without leader or full ISR: {missing}")
         time.sleep(0.2)
-    emit({"created": want})
+    emit({"created": {n: {"partitions": p, "replication_factor": rf} for n, (p, rf) in want.items()},
+          "config": config})
 
 
 # ------------------------------------------------------------------------------------ produce
@@ -375,7 +379,8 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("create-topics")
     s.add_argument("--bootstrap", required=True)
-    s.add_argument("--topic", action="append", required=True, help="NAME:PARTITIONS")
+    s.add_argument("--topic", action="append", required=True, help="NAME:PARTITIONS[:RF]")
+    s.add_argument("--config", action="append", default=[], help="K=V, topic config for all")
     s.add_argument("--timeout", type=float, default=60)
     s = sub.add_parser("produce")
     s.add_argument("--bootstrap", required=True)
