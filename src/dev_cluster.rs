@@ -46,6 +46,15 @@ impl Spec {
         for s in &self.set {
             c.args(["--set", &s.replace("{node.id}", &i.to_string())]);
         }
+        // A node outlives nothing: if dev-cluster itself is killed (even with SIGKILL,
+        // which it cannot catch), the kernel sends each node SIGTERM.
+        // SAFETY: only prctl, which is async-signal-safe, runs between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
         c
     }
 }

@@ -350,3 +350,16 @@ def test_dev_cluster(dev_cluster):
     wait_until(lambda: not any(cl.pid_alive(pids[i]) for i in rest), 20,
                what=f"children {[pids[i] for i in rest]} to exit after SIGTERM")
     print(f"dev-cluster exited with {rc}")
+
+
+def test_killed_dev_cluster_takes_its_nodes_along(dev_cluster):
+    """SIGKILL of dev-cluster itself (no chance to clean up): the kernel stops its nodes."""
+    d = dev_cluster
+    d.start()
+    _, children = d.wait_output()
+    pids = [pid for pid, _ in children.values()]
+    assert all(cl.pid_alive(p) for p in pids), pids
+    d.proc.send_signal(signal.SIGKILL)
+    d.proc.wait(timeout=10)
+    wait_until(lambda: not any(d.is_ours(p) for p in pids), 20,
+               what=f"nodes {pids} to exit after dev-cluster was killed")
