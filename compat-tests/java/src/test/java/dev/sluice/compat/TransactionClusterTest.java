@@ -120,9 +120,7 @@ class TransactionClusterTest {
             checkCompleted(admin, cluster, txnId, TransactionState.COMPLETE_ABORT);
 
             List<TopicPartition> tps = partitions(topic, partitions);
-            awaitNoOpenTransaction(cluster.bootstrapRunning(), tps);
-            assertView(cluster.bootstrapRunning(), tps, "read_committed", committed);
-            assertView(cluster.bootstrapRunning(), tps, "read_uncommitted", written);
+            assertBothViews(cluster.bootstrapRunning(), tps, committed, written);
         }
     }
 
@@ -207,9 +205,7 @@ class TransactionClusterTest {
                     addAll(written, sent);
                 }
                 checkCompleted(admin, cluster, txnId, TransactionState.COMPLETE_COMMIT);
-                awaitNoOpenTransaction(cluster.bootstrapRunning(), tps);
-                assertView(cluster.bootstrapRunning(), tps, "read_committed", committed);
-                assertView(cluster.bootstrapRunning(), tps, "read_uncommitted", written);
+                assertBothViews(cluster.bootstrapRunning(), tps, committed, written);
 
                 // The old coordinator comes back; the cluster is whole and transactions still work.
                 cluster.restart(oldCoordinator);
@@ -230,9 +226,7 @@ class TransactionClusterTest {
                 assertTrue(last.producerEpoch() >= taken.producerEpoch(),
                         "producer epoch after the restart: " + taken + " -> " + last);
             }
-            awaitNoOpenTransaction(cluster.bootstrap(), tps);
-            assertView(cluster.bootstrap(), tps, "read_committed", committed);
-            assertView(cluster.bootstrap(), tps, "read_uncommitted", written);
+            assertBothViews(cluster.bootstrap(), tps, committed, written);
         }
     }
 
@@ -457,6 +451,14 @@ class TransactionClusterTest {
     }
 
     /** Reads {@code tps} from the beginning with {@code isolation} and compares every partition's values. */
+    /** Once no transaction is open: read_committed sees exactly `committed`, read_uncommitted `written`. */
+    private static void assertBothViews(String bootstrap, List<TopicPartition> tps, Map<Integer, List<String>> committed,
+                                        Map<Integer, List<String>> written) throws Exception {
+        awaitNoOpenTransaction(bootstrap, tps);
+        assertView(bootstrap, tps, "read_committed", committed);
+        assertView(bootstrap, tps, "read_uncommitted", written);
+    }
+
     private static void assertView(String bootstrap, List<TopicPartition> tps, String isolation,
                                    Map<Integer, List<String>> expected) {
         Map<Integer, List<String>> got = emptyLists(tps.size());
