@@ -241,6 +241,23 @@ impl Error {
         }
     }
 
+    /// A transaction coordinator's answer to a partition leader's verification, as the
+    /// producer gets it: a coordinator that is moving or busy becomes NOT_ENOUGH_REPLICAS,
+    /// a retriable error every producer knows, as in Kafka.
+    pub fn for_produce_verification(self) -> Error {
+        let busy = [
+            ResponseError::CoordinatorLoadInProgress,
+            ResponseError::CoordinatorNotAvailable,
+            ResponseError::NotCoordinator,
+            ResponseError::ConcurrentTransactions,
+        ];
+        if busy.iter().any(|r| r.code() == self.code()) {
+            Error::NotEnoughReplicas
+        } else {
+            self
+        }
+    }
+
     /// The message to put in a response's error_message field.
     pub fn message(&self) -> String {
         self.to_string()

@@ -54,6 +54,11 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest) -> (Vec<TopicResult>, usize, bool
     let replica = replica_of(ctx.version, req);
     let now = crate::broker::now_ms();
     let committed = req.isolation_level == READ_COMMITTED;
+    // KIP-392: Kafka's RackAwareReplicaSelector, when `replica.selector.class` names it,
+    // for v11+ consumers that say their rack. Looked up once per pass, not per partition.
+    let client_rack = (replica < 0 && ctx.version >= 11 && !req.rack_id.is_empty())
+        .then(|| &*req.rack_id)
+        .filter(|_| broker.config().get("replica.selector.class").ends_with("RackAwareReplicaSelector"));
     let mut remaining = req.max_bytes.max(0) as usize;
     let mut min_one = true;
     let mut total = 0usize;
@@ -88,16 +93,15 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest) -> (Vec<TopicResult>, usize, bool
                     }
                     return p.fetch_slice_for_follower(fp.fetch_offset, max, min_one, fp.current_leader_epoch);
                 }
-                // KIP-392: a consumer in another rack than the leader is sent to an in-sync
-                // follower in its own rack, which then serves it (v11+ consumers only).
-                let v11 = ctx.version >= 11;
-                if v11 && !req.rack_id.is_empty() && p.is_leader() {
-                    if let Some(id) = preferred_read_replica(broker, t, fp.partition, &req.rack_id) {
+                // A consumer in another rack than the leader is sent to an in-sync follower
+                // in its own rack, which then serves it (any v11+ consumer may read there).
+                if let Some(rack) = client_rack.filter(|_| p.is_leader()) {
+                    if let Some(id) = preferred_read_replica(broker, t, fp.partition, rack) {
                         preferred = id;
                         return p.fetch_slice_for_follower(fp.fetch_offset, 0, false, fp.current_leader_epoch);
                     }
                 }
-                p.fetch_slice(fp.fetch_offset, max, min_one, fp.current_leader_epoch, committed, v11)
+                p.fetch_slice(fp.fetch_offset, max, min_one, fp.current_leader_epoch, committed, ctx.version >= 11)
             });
             parts.push(match result {
                 Ok(d) => {
@@ -139,16 +143,13 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest) -> (Vec<TopicResult>, usize, bool
     (topics, total, any_error)
 }
 
-/// Kafka's RackAwareReplicaSelector, when `replica.selector.class` names it: an in-sync,
-/// live follower in the client's rack, unless the leader is in that rack itself.
+/// Kafka's RackAwareReplicaSelector: an in-sync, live follower in the client's rack,
+/// unless the leader is in that rack itself.
 fn preferred_read_replica(broker: &crate::broker::Broker, topic: &crate::broker::Topic, partition: i32, rack: &str) -> Option<i32> {
-    if !broker.config().get("replica.selector.class").ends_with("RackAwareReplicaSelector") {
-        return None;
-    }
     let state = topic.states.get(usize::try_from(partition).ok()?)?;
     let img = broker.cluster.image();
     let img = img.read();
-    let in_rack = |id: &i32| img.brokers.get(id).is_some_and(|b| !b.fenced && b.rack.as_deref() == Some(rack));
+    let in_rack = |id: &i32| img.live_broker(*id).is_some_and(|b| b.rack.as_deref() == Some(rack));
     if in_rack(&state.leader) {
         return None;
     }

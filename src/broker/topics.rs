@@ -128,7 +128,7 @@ impl Broker {
         let leader = usize::try_from(p).ok().and_then(|i| topic.states.get(i)).map_or(-1, |s| s.leader);
         let img = self.cluster.image();
         let img = img.read();
-        img.brokers.get(&leader).filter(|b| !b.fenced).map(|b| (b.id, b.host.clone(), b.port)).ok_or(Error::LeaderNotAvailable)
+        img.live_broker(leader).map(|b| (b.id, b.host.clone(), b.port)).ok_or(Error::LeaderNotAvailable)
     }
 
     /// An internal compacted topic (`__consumer_offsets`, `__transaction_state`),

@@ -22,6 +22,13 @@ pub struct BrokerInfo {
     pub controller: bool,
 }
 
+impl BrokerInfo {
+    /// `host:port` of its client listener.
+    pub fn address(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+}
+
 /// A topic and its partitions.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TopicImage {
@@ -125,7 +132,12 @@ impl Image {
 
     /// Is this broker registered and unfenced?
     pub fn is_live(&self, id: i32) -> bool {
-        self.brokers.get(&id).is_some_and(|b| !b.fenced)
+        self.live_broker(id).is_some()
+    }
+
+    /// Broker `id`, if registered and unfenced.
+    pub fn live_broker(&self, id: i32) -> Option<&BrokerInfo> {
+        self.brokers.get(&id).filter(|b| !b.fenced)
     }
 
     /// Snapshot bytes: the image as JSON.

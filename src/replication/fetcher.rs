@@ -40,7 +40,7 @@ pub async fn run(leader: i32, cluster: Arc<Cluster>, mut parts: watch::Receiver<
             }
             continue;
         }
-        let addr = cluster.image().read().brokers.get(&leader).filter(|b| !b.fenced).map(|b| format!("{}:{}", b.host, b.port));
+        let addr = cluster.image().read().live_broker(leader).map(|b| b.address());
         let Some(addr) = addr else {
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;

@@ -115,7 +115,7 @@ pub async fn deliver(
 
 /// Sends markers to another broker; returns the partitions still without one.
 async fn send(broker: &Broker, leader: i32, pid: i64, epoch: i16, commit: bool, list: Vec<(String, i32)>) -> Vec<(String, i32)> {
-    let addr = broker.cluster.image().read().brokers.get(&leader).filter(|b| !b.fenced).map(|b| format!("{}:{}", b.host, b.port));
+    let addr = broker.cluster.image().read().live_broker(leader).map(|b| b.address());
     let Some(addr) = addr else { return list };
     let mut topics: Vec<WritableTxnMarkerTopic> = Vec::new();
     for (t, p) in &list {

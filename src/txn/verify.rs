@@ -18,12 +18,7 @@ const ADD_PARTITIONS_VERSION: i16 = 5;
 /// Checks (`add` false) or adds (`add` true) `topic-partition` in the transaction of
 /// `pid`/`epoch`, named `txn_id` when the client said so.
 pub async fn verify(broker: &Broker, txn_id: Option<&str>, pid: i64, epoch: i16, topic: &str, partition: i32, add: bool) -> Result<()> {
-    ask(broker, txn_id, pid, epoch, topic, partition, add).await.map_err(|e| match e.code() {
-        // The coordinator is moving or busy: Kafka answers a retriable error the
-        // producer already knows, so it sends the batch again.
-        14 | 15 | 16 | 51 => Error::NotEnoughReplicas,
-        _ => e,
-    })
+    ask(broker, txn_id, pid, epoch, topic, partition, add).await.map_err(Error::for_produce_verification)
 }
 
 async fn ask(broker: &Broker, txn_id: Option<&str>, pid: i64, epoch: i16, topic: &str, partition: i32, add: bool) -> Result<()> {
