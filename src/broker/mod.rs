@@ -153,9 +153,8 @@ impl Broker {
             appended: Notify::new(),
             peers: Default::default(),
         };
+        // Reconciling also loads the group and transaction state of the partitions led here.
         broker.reconcile(clean);
-        broker.groups.sync_ownership(&broker);
-        broker.txns.sync_ownership(&broker);
         if clean {
             std::fs::remove_file(&marker)?;
         } else if !broker.topics.read().is_empty() {
