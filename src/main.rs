@@ -194,6 +194,15 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
     if !is_controller && voters.contains_key(&node_id) {
         bail!("node {node_id} is a voter in controller.quorum.voters but lacks the controller role");
     }
+    // Bound first, as Kafka's socket server is: a client that connects while the node
+    // starts waits in the backlog for its answer instead of being refused.
+    let client_listener = match (&client_listener, is_broker) {
+        (Some(listen), true) => {
+            let addr = resolve(listen)?;
+            Some(tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?)
+        }
+        _ => None,
+    };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
 
     // The controller quorum member, if this node votes (alone, with no voters configured).
@@ -257,9 +266,7 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
         return Ok(());
     }
 
-    let listen = client_listener.context("no client listener in listeners")?;
-    let listen_addr = resolve(&listen)?;
-    let listener = tokio::net::TcpListener::bind(listen_addr).await.with_context(|| format!("cannot listen on {listen_addr}"))?;
+    let listener = client_listener.context("no client listener in listeners")?;
     let bound = listener.local_addr()?;
     let (adv_host, adv_port) = split_host_port(host_port(&cfg.get("advertised.listeners")))?;
     let adv_port = if adv_port == 0 { bound.port() } else { adv_port };

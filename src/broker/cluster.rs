@@ -145,7 +145,18 @@ impl Cluster {
                 Err(Error::RequestTimedOut(m)) => return Err(Error::RequestTimedOut(m)),
                 Err(_) => {}
             }
-            tokio::time::sleep(Duration::from_millis(50).min(left)).await;
+            let pause = tokio::time::sleep(Duration::from_millis(50).min(left));
+            match &self.controller {
+                // A voter learns of an election at once: no need to sleep through it.
+                Some(c) => {
+                    let mut status = c.quorum.status_watch();
+                    tokio::select! {
+                        _ = pause => {}
+                        _ = status.changed() => {}
+                    }
+                }
+                None => pause.await,
+            }
         }
     }
 

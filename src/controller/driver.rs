@@ -63,10 +63,17 @@ impl Quorum {
             let mut tick = tokio::time::interval(Duration::from_millis(TICK_MS));
             let mut pending: HashMap<Vec<u8>, oneshot::Sender<Result<u64>>> = HashMap::new();
             let mut next_tag: u64 = rand_seed();
+            // The first pass runs at once: a lone voter's campaign is ready to persist, and
+            // the timer would round even an immediate first tick up to the next millisecond.
+            let mut first = true;
             loop {
-                let cmd = tokio::select! {
-                    _ = tick.tick() => { node.tick(); None }
-                    c = cmd_rx.recv() => match c { Some(c) => Some(c), None => return },
+                let cmd = if std::mem::take(&mut first) {
+                    None
+                } else {
+                    tokio::select! {
+                        _ = tick.tick() => { node.tick(); None }
+                        c = cmd_rx.recv() => match c { Some(c) => Some(c), None => return },
+                    }
                 };
                 let mut handle = |c: Cmd, node: &mut QuorumNode| match c {
                     Cmd::Step(m) => node.step(m),
