@@ -39,10 +39,11 @@ from workloads import cluster_steps, disk_baseline, find_rdkperf, single_steps
 
 HELP_EPILOG = """\
 what it does
-  disk      Before any broker runs: plain buffered sequential writes (1 MiB os.write() blocks,
-            no fsync) to the filesystem of the brokers' data dirs, and the same ending with one
-            fsync -> MiB/s; Sluice's best single-broker produce MiB/s as a %% of the buffered
-            figure (target >= %d %%).
+  disk      Before any broker runs: plain buffered sequential writes of new data (1 MiB
+            os.write() blocks to a new file per pass, kept, no fsync) to the filesystem of the
+            brokers' data dirs; the same file rewritten (memory speed); new data ending with
+            one fsync -> MiB/s; Sluice's best single-broker produce MiB/s as a %% of the
+            new-data figure (target >= %d %%).
   single    For each repetition it starts Kafka and Sluice one after the other (alternating
             which goes first), each fresh on loopback with an empty data dir in a temp dir,
             creates the same topics (same partitions, RF 1, same admin client) and runs,
