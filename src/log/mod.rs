@@ -190,13 +190,18 @@ impl Log {
 
     /// Appends a batch whose base offset and epoch the caller has already patched in.
     pub fn append(&mut self, bytes: &[u8], h: &BatchHeader, now_ms: i64) -> Result<()> {
+        self.append_parts(bytes, &[], h, now_ms)
+    }
+
+    /// [`append`](Self::append) of a batch in two consecutive parts (see [`Segment::append_parts`]).
+    pub fn append_parts(&mut self, head: &[u8], tail: &[u8], h: &BatchHeader, now_ms: i64) -> Result<()> {
         assert_eq!(h.base_offset, self.log_end_offset(), "offsets are dense and assigned by the leader");
-        self.maybe_roll(bytes.len() as u64, now_ms)?;
+        self.maybe_roll((head.len() + tail.len()) as u64, now_ms)?;
         let seg = self.active_mut();
         if seg.size == 0 {
             seg.created_ms = now_ms;
         }
-        seg.append(bytes, h)?;
+        seg.append_parts(head, tail, h)?;
         self.unflushed_messages += h.records_count as i64;
         if self.unflushed_messages >= self.config.flush_messages {
             self.flush(now_ms)?;

@@ -253,18 +253,26 @@ impl Partition {
             }
         }
         let base_offset = st.log.log_end_offset();
-        let mut bytes = records.to_vec();
-        batch::assign_offset(&mut bytes, base_offset, st.leader_epoch);
         let epoch = st.leader_epoch;
         st.epochs.assign(epoch, base_offset)?;
-        let log_append_time = if cfg.log_append_time {
+        let (h, log_append_time) = if cfg.log_append_time {
+            // The CRC covers the append time: the whole batch is rewritten.
+            let mut bytes = records.to_vec();
+            batch::assign_offset(&mut bytes, base_offset, epoch);
             batch::set_log_append_time(&mut bytes, now_ms);
-            now_ms
+            let h = BatchHeader::parse(&bytes)?;
+            st.log.append(&bytes, &h, now_ms)?;
+            (h, now_ms)
         } else {
-            -1
+            // Offset and epoch lie outside the CRC: only the header is rewritten, and the
+            // records go from the request to the page cache without another copy.
+            let mut head = [0u8; batch::HEADER_LEN];
+            head.copy_from_slice(&records[..batch::HEADER_LEN]);
+            batch::assign_offset(&mut head, base_offset, epoch);
+            let h = BatchHeader { base_offset, partition_leader_epoch: epoch, ..h };
+            st.log.append_parts(&head, &records[batch::HEADER_LEN..], &h, now_ms)?;
+            (h, -1)
         };
-        let h = BatchHeader::parse(&bytes)?;
-        st.log.append(&bytes, &h, now_ms)?;
         st.producers.record(&h, false);
         self.advance_hw(&mut st);
         Ok(AppendInfo { base_offset, last_offset: h.last_offset(), log_append_time, log_start_offset: st.log.log_start_offset() })
