@@ -14,7 +14,7 @@ import time
 import uuid
 
 from common import CLUSTER_HEAP, CLUSTER_NODES, KAFKA_HEAP, TOOL_HEAP, StepError
-from procs import PROCS, pid_running, send_signal, tail
+from procs import PROCS, pid_running, send_signal, settle, tail
 
 
 # ---------------------------------------------------------------------------------- ports
@@ -138,9 +138,13 @@ class Broker:
     def tail(self):
         return tail(self.log)
 
-    def spawn(self, argv):
-        self.t_exec = time.monotonic()
+    def spawn(self, argv, settled=False):
+        if not settled:
+            settle()
+        # Popen returns once the child has exec'd (it waits on the exec status pipe): that is
+        # the start of the clock, so the harness's own fork (a big Python process) is not counted.
         self.proc = PROCS.start(argv, self.log, cwd=self.dir, env=self.h.child_env)
+        self.t_exec = time.monotonic()
 
     def wait_ready(self, deadline):
         """time.monotonic() of the first answered ApiVersions."""
@@ -190,8 +194,8 @@ class KafkaBroker(Broker):
             self.format_log, timeout=120)
         return (time.monotonic() - t0) * 1000.0
 
-    def spawn_jvm(self):
-        self.spawn(self.h.java(self.heap, "kafka.Kafka", self.cfg, log_level="INFO"))
+    def spawn_jvm(self, settled=False):
+        self.spawn(self.h.java(self.heap, "kafka.Kafka", self.cfg, log_level="INFO"), settled)
 
     def start(self, timeout):
         self.configure([
@@ -258,8 +262,9 @@ class KafkaCluster:
         for n in self.nodes:
             n.configure([f"controller.quorum.voters={voters}"])
             self.format_ms += n.format(cluster_id)
+        settle()
         for n in self.nodes:
-            n.spawn_jvm()
+            n.spawn_jvm(settled=True)
         t0 = self.nodes[0].t_exec
         # No node answers before a quorum is up, so all are started before any is probed.
         ready = max(n.wait_ready(t0 + timeout) for n in self.nodes)
@@ -318,9 +323,10 @@ class SluiceCluster:
                 "--base-port", str(base), "--data-dir", self.data]
         for k, v in self.h.common_broker_settings:
             argv += ["--set", f"{k}={v}"]
-        t0 = time.monotonic()
+        settle()
         self.proc = PROCS.start(argv, self.log, cwd=self.dir, env=self.h.child_env,
                                 term_group=False)
+        t0 = time.monotonic()
         self.nodes = self._wait_for_nodes(t0 + timeout)
         self.bootstrap = ",".join(f"127.0.0.1:{port}" for _, _, port in self.nodes)
         ready = max(probe_apiversions(port, t0 + timeout, self.node_log(nid), self.death)

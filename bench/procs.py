@@ -205,3 +205,25 @@ def pids_running_from(d):
         if any(a == d or a.startswith(d + "/") for a in argv):
             found.append(int(entry))
     return found
+
+
+def _cpu_times():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v), v[3] + v[4]  # all, idle + iowait
+
+
+def settle(idle_fraction=0.9, window=0.1, quiet_windows=3, max_wait=5.0):
+    """Waits (at most `max_wait` s) until the machine has been idle for `quiet_windows` windows
+    in a row: the previous broker's exit, its freed memory and deleted data dirs are work the
+    kernel finishes in the background, and a start-up timed during it measures that instead."""
+    deadline = time.monotonic() + max_wait
+    quiet = 0
+    prev = _cpu_times()
+    while quiet < quiet_windows and time.monotonic() < deadline:
+        time.sleep(window)
+        cur = _cpu_times()
+        total, idle = cur[0] - prev[0], cur[1] - prev[1]
+        prev = cur
+        quiet = quiet + 1 if total and idle / total >= idle_fraction else 0
+
