@@ -209,6 +209,41 @@ pub async fn handle(broker: &Arc<Broker>, peer: std::net::IpAddr, frame: Bytes) 
     Ok(Some(vec![Chunk::Bytes(out.freeze())]))
 }
 
+/// The partitions a Produce request writes, named by topic id (Produce v13+) or name.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ProduceTargets {
+    pub(crate) by_id: bool,
+    pub(crate) partitions: Vec<(String, i32)>,
+}
+
+impl ProduceTargets {
+    /// True when the two requests write no partition in common (requests that name topics
+    /// differently are not compared: they count as overlapping).
+    pub fn disjoint(&self, other: &ProduceTargets) -> bool {
+        self.by_id == other.by_id && !self.partitions.iter().any(|p| other.partitions.contains(p))
+    }
+}
+
+/// What a frame writes, when it is a Produce request that decodes; None for any other frame
+/// ([`handle`] deals with it, and with the errors).
+pub fn produce_targets(frame: &Bytes) -> Option<ProduceTargets> {
+    if frame.len() < 2 || i16::from_be_bytes([frame[0], frame[1]]) != ApiKey::Produce as i16 {
+        return None;
+    }
+    let mut p = parse_frame(frame.clone()).ok()?.ok()?;
+    let req = ProduceRequest::decode(&mut p.body, p.version).ok()?;
+    let by_id = p.version >= 13;
+    let partitions = req
+        .topic_data
+        .iter()
+        .flat_map(|t| {
+            let topic = if by_id { t.topic_id.to_string() } else { t.name.0.to_string() };
+            t.partition_data.iter().map(move |pd| (topic.clone(), pd.index))
+        })
+        .collect();
+    Some(ProduceTargets { by_id, partitions })
+}
+
 /// Decodes a whole frame the way [`handle`] would, without acting on it.
 pub fn decode_frame(frame: Bytes) -> Result<(), ConnError> {
     match parse_frame(frame)? {

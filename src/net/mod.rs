@@ -1,13 +1,16 @@
 //! The listener and the per-connection loop. Each connection handles one request
-//! at a time, as Kafka does, so responses leave in request order; pipelined
-//! requests wait in the socket buffer.
+//! at a time, as Kafka does, except Produce requests to distinct partitions, which run
+//! side by side; responses always leave in request order.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 use crate::api;
 use crate::broker::Broker;
@@ -50,48 +53,157 @@ pub async fn serve(listener: TcpListener, broker: Arc<Broker>, mut shutdown: wat
     }
 }
 
+/// At most this many Produce requests of one connection run side by side.
+const MAX_SIDE_BY_SIDE: usize = 5;
+
+type Answer = Result<Option<Vec<api::Chunk>>, api::ConnError>;
+
 async fn connection(stream: TcpStream, broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
     stream.set_nodelay(true)?;
     let peer = stream.peer_addr()?.ip();
     let max_frame = broker.config().get_i64("socket.request.max.bytes").clamp(0, i32::MAX as i64) as usize;
     let (rd, mut wr) = stream.into_split();
-    let mut rd = BufReader::with_capacity(64 * 1024, rd);
+    // Frames are read by their own task, so waiting for one never cuts a read short.
+    let (frames_tx, mut frames) = tokio::sync::mpsc::channel(1);
+    let reader = AbortOnDrop(tokio::spawn(read_frames(rd, max_frame, frames_tx)));
+    // Produce requests in flight, oldest first, with the partitions they write.
+    let mut inflight: VecDeque<(api::ProduceTargets, JoinHandle<Answer>)> = VecDeque::new();
     loop {
-        let len = tokio::select! {
-            r = rd.read_i32() => match r {
-                Ok(len) => len,
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-                Err(e) => return Err(e.into()),
-            },
-            _ = shutdown.changed() => return Ok(()),
-        };
-        if len < 0 || len as usize > max_frame {
-            anyhow::bail!("frame of {len} bytes is outside 0..={max_frame} (socket.request.max.bytes); closing");
-        }
-        // Read into uninitialised capacity: zeroing a large produce frame first costs a pass
-        // over its bytes for nothing.
-        let mut frame = BytesMut::with_capacity(len as usize);
-        let mut body = (&mut rd).take(len as u64);
-        while frame.len() < len as usize {
-            if body.read_buf(&mut frame).await? == 0 {
-                return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+        let frame = tokio::select! {
+            // Answers leave in request order, each as soon as it and those before it are done.
+            done = async {
+                match inflight.front_mut() {
+                    Some((_, task)) => task.await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                inflight.pop_front();
+                if !send_answer(&mut wr, joined(done)).await? {
+                    return Ok(());
+                }
+                continue;
             }
-        }
-        match api::handle(&broker, peer, frame.freeze()).await {
-            Ok(Some(chunks)) => {
-                for c in chunks {
-                    match c {
-                        api::Chunk::Bytes(b) => wr.write_all(&b).await?,
-                        api::Chunk::File(f) => send_file(&wr, &f).await?,
-                    }
+            f = frames.recv() => match f {
+                Some(f) => f?,
+                None => break,
+            },
+            _ = shutdown.changed() => break,
+        };
+        // A request runs once those before it are answered, as in Kafka, except a Produce
+        // request writing none of the partitions that the Produce requests in flight write:
+        // it starts at once, so one producer's batches for different partitions are copied
+        // into the page cache on several cores. Per partition, order is kept.
+        let targets = api::produce_targets(&frame);
+        if !may_start_now(inflight.iter().map(|(busy, _)| busy), targets.as_ref()) {
+            while let Some((_, task)) = inflight.pop_front() {
+                if !send_answer(&mut wr, joined(task.await)).await? {
+                    return Ok(());
                 }
             }
-            Ok(None) => {}
-            Err(e) => {
-                tracing::info!(error = %e, "closing connection");
-                return Ok(());
+        }
+        match targets {
+            Some(t) => {
+                let broker = broker.clone();
+                inflight.push_back((t, tokio::spawn(async move { api::handle(&broker, peer, frame).await })));
+            }
+            None => {
+                if !send_answer(&mut wr, api::handle(&broker, peer, frame).await).await? {
+                    return Ok(());
+                }
             }
         }
+    }
+    // The client is gone or the broker stops: what was started is still answered.
+    while let Some((_, task)) = inflight.pop_front() {
+        if !send_answer(&mut wr, joined(task.await)).await? {
+            break;
+        }
+    }
+    drop(reader);
+    Ok(())
+}
+
+/// Whether a request may start while the `busy` Produce requests run: only a Produce request
+/// (`targets`) that writes none of their partitions, and at most [`MAX_SIDE_BY_SIDE`] at once.
+fn may_start_now<'a>(mut busy: impl ExactSizeIterator<Item = &'a api::ProduceTargets>, targets: Option<&api::ProduceTargets>) -> bool {
+    match targets {
+        Some(t) => busy.len() < MAX_SIDE_BY_SIDE && busy.all(|b| b.disjoint(t)),
+        None => busy.len() == 0,
+    }
+}
+
+/// Reads length-prefixed frames until the client closes, a frame is out of bounds, or the
+/// connection loop stops listening.
+async fn read_frames(rd: OwnedReadHalf, max_frame: usize, out: tokio::sync::mpsc::Sender<anyhow::Result<Bytes>>) {
+    let mut rd = BufReader::with_capacity(64 * 1024, rd);
+    loop {
+        let frame = async {
+            let len = match rd.read_i32().await {
+                Ok(len) => len,
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+            if len < 0 || len as usize > max_frame {
+                anyhow::bail!("frame of {len} bytes is outside 0..={max_frame} (socket.request.max.bytes); closing");
+            }
+            // Read into uninitialised capacity: zeroing a large produce frame first costs a
+            // pass over its bytes for nothing.
+            let mut frame = BytesMut::with_capacity(len as usize);
+            let mut body = (&mut rd).take(len as u64);
+            while frame.len() < len as usize {
+                if body.read_buf(&mut frame).await? == 0 {
+                    return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+                }
+            }
+            Ok(Some(frame.freeze()))
+        }
+        .await;
+        let last = !matches!(frame, Ok(Some(_)));
+        let frame = match frame {
+            Ok(None) => return,
+            Ok(Some(f)) => Ok(f),
+            Err(e) => Err(e),
+        };
+        if out.send(frame).await.is_err() || last {
+            return;
+        }
+    }
+}
+
+/// A request task's answer; a task that panicked answers with the connection's end.
+fn joined(r: Result<Answer, tokio::task::JoinError>) -> Answer {
+    r.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "a request task panicked; closing its connection");
+        Err(api::ConnError::Malformed("the broker failed on this request".into()))
+    })
+}
+
+/// Writes an answer; false when the connection is to be closed.
+async fn send_answer(wr: &mut OwnedWriteHalf, answer: Answer) -> anyhow::Result<bool> {
+    match answer {
+        Ok(Some(chunks)) => {
+            for c in chunks {
+                match c {
+                    api::Chunk::Bytes(b) => wr.write_all(&b).await?,
+                    api::Chunk::File(f) => send_file(wr, &f).await?,
+                }
+            }
+            Ok(true)
+        }
+        Ok(None) => Ok(true),
+        Err(e) => {
+            tracing::info!(error = %e, "closing connection");
+            Ok(false)
+        }
+    }
+}
+
+/// Aborts the task when dropped.
+struct AbortOnDrop<T>(JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -123,3 +235,28 @@ async fn send_file(wr: &tokio::net::tcp::OwnedWriteHalf, slice: &crate::log::Fil
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use api::ProduceTargets;
+
+    fn writes(by_id: bool, parts: &[(&str, i32)]) -> ProduceTargets {
+        ProduceTargets { by_id, partitions: parts.iter().map(|(t, p)| (t.to_string(), *p)).collect() }
+    }
+
+    #[test]
+    fn produce_to_other_partitions_starts_at_once_and_nothing_else_does() {
+        let busy = [writes(false, &[("a", 0)]), writes(false, &[("a", 1), ("b", 0)])];
+        let ok = |t: Option<&ProduceTargets>| may_start_now(busy.iter(), t);
+        assert!(ok(Some(&writes(false, &[("a", 2), ("b", 1)]))));
+        assert!(!ok(Some(&writes(false, &[("a", 2), ("b", 0)]))), "b-0 is being written");
+        assert!(!ok(Some(&writes(false, &[("a", 0)]))), "a-0 is being written");
+        assert!(!ok(Some(&writes(true, &[("c", 0)]))), "topics named by id are not compared with names");
+        assert!(!ok(None), "other requests wait for all before them");
+        assert!(may_start_now([].iter(), None));
+        let full: Vec<ProduceTargets> = (0..MAX_SIDE_BY_SIDE as i32).map(|p| writes(false, &[("a", p)])).collect();
+        assert!(!may_start_now(full.iter(), Some(&writes(false, &[("z", 0)]))), "at most MAX_SIDE_BY_SIDE at once");
+    }
+}
+
