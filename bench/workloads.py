@@ -314,8 +314,8 @@ def disk_baseline(h):
             secs, _ = timed_write(kept[-1], h.disk_mib, block, fsync=False, keep=True)
             d["rewrite_mib_s"].append(h.disk_mib / secs)
         for i in range(h.disk_reps):
-            secs, fsync_s = timed_write(os.path.join(h.tmp, f"disk-baseline-fsync-{i}.bin"),
-                                        h.disk_mib, block, fsync=True)
+            kept.append(os.path.join(h.tmp, f"disk-baseline-fsync-{i}.bin"))
+            secs, fsync_s = timed_write(kept[-1], h.disk_mib, block, fsync=True, keep=True)
             d["fsync_mib_s"].append(h.disk_mib / secs)
             d["fsync_only_s"].append(fsync_s)
     finally:
