@@ -199,11 +199,16 @@ pub async fn handle(broker: &Arc<Broker>, peer: std::net::IpAddr, frame: Bytes) 
     let Some((body, resp_header_version)) = dispatch(&ctx, req.api, &mut req.body).await? else {
         return Ok(None);
     };
+    framed(req.correlation_id, resp_header_version, &body)
+}
+
+/// A response frame: length prefix, response header, body.
+fn framed(correlation_id: i32, resp_header_version: i16, body: &[u8]) -> Result<Option<Vec<Chunk>>, ConnError> {
     let mut out = BytesMut::with_capacity(body.len() + 16);
     out.put_i32(0);
-    let header = ResponseHeader::default().with_correlation_id(req.correlation_id);
+    let header = ResponseHeader::default().with_correlation_id(correlation_id);
     header.encode(&mut out, resp_header_version).map_err(|e| ConnError::Encode(e.to_string()))?;
-    out.extend_from_slice(&body);
+    out.extend_from_slice(body);
     let len = (out.len() - 4) as i32;
     out[0..4].copy_from_slice(&len.to_be_bytes());
     Ok(Some(vec![Chunk::Bytes(out.freeze())]))
@@ -224,15 +229,21 @@ impl ProduceTargets {
     }
 }
 
-/// What a frame writes, when it is a Produce request that decodes; None for any other frame
-/// ([`handle`] deals with it, and with the errors).
-pub fn produce_targets(frame: &Bytes) -> Option<ProduceTargets> {
+/// A Produce request decoded ahead of its turn (see [`decode_produce`]).
+pub struct DecodedProduce {
+    parsed: Parsed,
+    req: ProduceRequest,
+}
+
+/// A Produce frame decoded, with the partitions it writes; None for any other frame, or
+/// one that does not decode ([`handle`] deals with those, and with their errors).
+pub fn decode_produce(frame: &Bytes) -> Option<(ProduceTargets, DecodedProduce)> {
     if frame.len() < 2 || i16::from_be_bytes([frame[0], frame[1]]) != ApiKey::Produce as i16 {
         return None;
     }
-    let mut p = parse_frame(frame.clone()).ok()?.ok()?;
-    let req = ProduceRequest::decode(&mut p.body, p.version).ok()?;
-    let by_id = p.version >= 13;
+    let mut parsed = parse_frame(frame.clone()).ok()?.ok()?;
+    let req = ProduceRequest::decode(&mut parsed.body, parsed.version).ok()?;
+    let by_id = parsed.version >= 13;
     let partitions = req
         .topic_data
         .iter()
@@ -241,7 +252,20 @@ pub fn produce_targets(frame: &Bytes) -> Option<ProduceTargets> {
             t.partition_data.iter().map(move |pd| (topic.clone(), pd.index))
         })
         .collect();
-    Some(ProduceTargets { by_id, partitions })
+    Some((ProduceTargets { by_id, partitions }, DecodedProduce { parsed, req }))
+}
+
+/// [`handle`] for a Produce request already decoded.
+pub async fn handle_produce(broker: &Arc<Broker>, peer: std::net::IpAddr, d: DecodedProduce) -> Result<Option<Vec<Chunk>>, ConnError> {
+    let DecodedProduce { parsed, req } = d;
+    let version = parsed.version;
+    let ctx = Ctx { broker, version, client_id: parsed.client_id, client_host: format!("/{peer}") };
+    let Some(resp) = produce::handle(&ctx, req).await else {
+        return Ok(None);
+    };
+    let mut body = BytesMut::new();
+    resp.encode(&mut body, version).map_err(|e| ConnError::Encode(format!("Produce v{version}: {e}")))?;
+    framed(parsed.correlation_id, ApiKey::Produce.response_header_version(version), &body)
 }
 
 /// Decodes a whole frame the way [`handle`] would, without acting on it.

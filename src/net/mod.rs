@@ -93,18 +93,18 @@ async fn connection(stream: TcpStream, broker: Arc<Broker>, mut shutdown: watch:
         // request writing none of the partitions that the Produce requests in flight write:
         // it starts at once, so one producer's batches for different partitions are copied
         // into the page cache on several cores. Per partition, order is kept.
-        let targets = api::produce_targets(&frame);
-        if !may_start_now(inflight.iter().map(|(busy, _)| busy), targets.as_ref()) {
+        let produce = api::decode_produce(&frame);
+        if !may_start_now(inflight.iter().map(|(busy, _)| busy), produce.as_ref().map(|(t, _)| t)) {
             while let Some((_, task)) = inflight.pop_front() {
                 if !send_answer(&mut wr, joined(task.await)).await? {
                     return Ok(());
                 }
             }
         }
-        match targets {
-            Some(t) => {
+        match produce {
+            Some((t, req)) => {
                 let broker = broker.clone();
-                inflight.push_back((t, tokio::spawn(async move { api::handle(&broker, peer, frame).await })));
+                inflight.push_back((t, tokio::spawn(async move { api::handle_produce(&broker, peer, req).await })));
             }
             None => {
                 if !send_answer(&mut wr, api::handle(&broker, peer, frame).await).await? {
