@@ -52,6 +52,8 @@ what it does
       records, acks=1 and acks=all, unthrottled -> MiB/s and records/s
     * ConsumerPerformance and the librdkafka generator: read back the 1 KiB and 100 B
       acks=1 topics -> MiB/s and records/s
+    * a fetch-only client (bench/fetchload.py: Fetch requests, batch headers parsed, no
+      per-record work) over the same topics, ~8 GiB of passes -> the broker's own ceiling
     * EndToEndLatency (Kafka's tool; one record in flight, 1 KiB, acks=1) -> avg/p50/p99/p99.9
     * librdkafka fixed-rate end-to-end latency, 1 KiB, acks=1, at about half of Kafka's
       measured max (the lower of the two clients' 1 KiB acks=1 results against Kafka)
@@ -161,6 +163,7 @@ class Harness:
         self.sluice_bin = a.sluice_bin
         self.py = a.python or sys.executable
         self.rdkload = os.path.join(HERE, "rdkload.py")
+        self.fetchload = os.path.join(HERE, "fetchload.py")
         self.results_dir = a.results_dir
         self.logdir = os.path.join(self.results_dir, "logs")
         self.t_start = time.monotonic()

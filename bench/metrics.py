@@ -47,6 +47,10 @@ for _client, _cname in [("java", "ConsumerPerformance"), ("rdk", "librdkafka")]:
         _k = f"consume.{_client}.{_size}"
         metric(f"{_k}.mib", "single", f"Consume ({_cname})", f"{_sname}", "MiB/s", True)
         metric(f"{_k}.rps", "single", f"Consume ({_cname})", f"{_sname}", "records/s", True)
+for _size, _sname in SIZES:
+    _sec = "Consume (fetch-only client, no per-record work: the broker's own ceiling)"
+    metric(f"consume.fetch.{_size}.mib", "single", _sec, _sname, "MiB/s", True)
+    metric(f"consume.fetch.{_size}.rps", "single", _sec, _sname, "records/s", True)
 _sec = "End-to-end latency, one in flight (EndToEndLatency, 1 KiB, acks=1)"
 metric("e2e.java.avg", "single", _sec, "avg", "ms", False)
 # The tool prints these percentiles as whole milliseconds, truncated.
@@ -83,6 +87,8 @@ for _size, _sname in SIZES:
     for _acks in ACKS:
         cpu_metrics(f"java.produce.{_size}.{_acks}", "rdkperf",
                     f"ProducerPerformance {_sname} acks={_acks}")
+for _size, _sname in SIZES:
+    cpu_metrics(f"fetch.consume.{_size}", "rdkperf", f"fetch-only consume {_sname}")
 
 
 _sec = "Cluster throughput (1 KiB, 3 partitions, RF=3)"

@@ -188,7 +188,15 @@ def fmt_ms_median(h, section):
 
 def single_intro(h):
     return [f"Kafka's `StorageTool format` (run before each Kafka start, not counted in its "
-            f"start-up time) took {fmt_ms_median(h, 'single')}."]
+            f"start-up time) took {fmt_ms_median(h, 'single')}.", "",
+            "The fetch-only client (`bench/fetchload.py`) reads the same topics as the "
+            "consumers, several passes from offset 0, with plain Fetch requests on one "
+            "connection, one in flight, at the consumers' default sizes (fetch.max.bytes "
+            "50 MiB, max.partition.fetch.bytes 1 MiB); it parses only the batch headers (no "
+            "CRC check, no per-record decoding), so it shows what each broker itself serves "
+            "where the real consumers are bound by their own per-record work (see the cores "
+            "table). Only whole batches are counted: Kafka fills each partition up to the "
+            "byte limit and cuts the last batch, which the client fetches again."]
 
 
 GROUP_INTRO = {"single": single_intro, "rdkperf": rdkperf_intro, "cluster": cluster_intro}
@@ -348,7 +356,7 @@ def write_chart(h, rows, path):
             for acks in ACKS:
                 tp_ids.append(f"produce.{client}.{size}.{acks}.mib")
                 tp_labels.append(f"P {cl}\n{sn}/{acks}")
-    for client, cl in [("java", "Java"), ("rdk", "rdk")]:
+    for client, cl in [("java", "Java"), ("rdk", "rdk"), ("fetch", "fetch-only")]:
         for size, sn in [(1024, "1K"), (100, "100B")]:
             tp_ids.append(f"consume.{client}.{size}.mib")
             tp_labels.append(f"C {cl}\n{sn}")
@@ -418,6 +426,7 @@ def one_line(h, rows, wall_s, complete):
         parts += [r("produce.java.1024.1.mib", "produce 1KiB acks=1"),
                   r("produce.java.100.all.rps", "produce 100B acks=all rec/s"),
                   r("consume.java.1024.mib", "consume"),
+                  r("consume.fetch.1024.mib", "fetch-only consume"),
                   r("e2e.rdk.p99", "e2e p99"),
                   r("startup.ms", "startup"),
                   r("rss.idle", "idle RSS"),

@@ -3,6 +3,7 @@ generator bench/rdkload.py; Kafka's ProducerPerformance, ConsumerPerformance and
 EndToEndLatency; librdkafka's rdkafka_performance), the parsers of those tools' output, and
 the disk baseline. The steps take the Harness `h` (harness.py: its settings, run_tool() and
 rdk(), where results go) and, against a broker, that session's Session `s`."""
+import json
 import os
 import re
 import subprocess
@@ -13,6 +14,10 @@ from common import (CLUSTER_NODES, CLUSTER_PARTITIONS, CLUSTER_TOPIC_CONFIG, MIB
                     RDKPERF_PRODUCER_CONF, TOOL_HEAP, BudgetExceeded, StepError)
 from metrics import ACKS, SIZES
 from procs import cpu_sum
+
+# Bytes the fetch-only client reads per run (whole passes over the topic): a window of
+# ~1-3 s on this machine, long enough to leave the connection set-up out.
+FETCH_ONLY_BYTES = 8 << 30
 
 
 # -- steps shared by the sections
@@ -150,6 +155,33 @@ def consume_single(h, s):
             s.record(f"consume.rdk.{size}.mib", r["mib_per_s"])
             s.record(f"consume.rdk.{size}.rps", r["records_per_s"])
             s.log(f"{what}: {r['mib_per_s']:.1f} MiB/s, {r['records_per_s']:.0f} rec/s")
+        fetch_only(h, s, size, n)
+
+
+def fetch_only(h, s, size, n):
+    """bench/fetchload.py over the same topic, read FETCH_ONLY_BYTES worth of passes: what the
+    broker serves to a client that does no per-record work."""
+    passes = max(1, round(FETCH_ONLY_BYTES / (n * size)))
+    what = f"fetch-only consume {size} B"
+
+    def run():
+        out, usage = s.measured(what, [
+            h.py, h.fetchload, "--bootstrap", s.b.bootstrap, "--topic", f"rp-{size}-1",
+            "--partitions", str(h.partitions), "--count", str(n), "--passes", str(passes)],
+            s.L(f"fetch-only-{size}"))
+        lines = [line for line in out.splitlines() if line.startswith("{")]
+        if not lines:
+            raise StepError(f"{what}: printed no result")
+        r = json.loads(lines[-1])
+        s.record_cpu(f"fetch.consume.{size}", r["records"], usage, window_s=r["seconds"])
+        return r
+
+    r = s.step(what, run)
+    if r:
+        s.record(f"consume.fetch.{size}.mib", r["mib_per_s"])
+        s.record(f"consume.fetch.{size}.rps", r["records_per_s"])
+        s.log(f"{what}: {r['mib_per_s']:.0f} MiB/s, {r['records_per_s']:.0f} rec/s, "
+              f"{r['passes']} passes, {r['bytes_per_fetch'] / 1024:.0f} KiB per fetch")
 
 
 def e2e_java(h, s):
