@@ -57,6 +57,9 @@ what it does
     * EndToEndLatency (Kafka's tool; one record in flight, 1 KiB, acks=1) -> avg/p50/p99/p99.9
     * librdkafka fixed-rate end-to-end latency, 1 KiB, acks=1, at about half of Kafka's
       measured max (the lower of the two clients' 1 KiB acks=1 results against Kafka)
+    * the broker's own end-to-end latency (bench/brokerlat.py: the same record rate, one
+      Produce request of rate/1000 records every ms, sent when due, and a waiting Fetch;
+      no client library, no linger) -> p50/p99/p99.9
     * start-up time: exec of the broker process to the first answered ApiVersions (probed
       with connect + ApiVersions v3 every 1 ms)
     * idle RSS (after topic creation), peak RSS under load and broker CPU seconds, from
@@ -164,6 +167,7 @@ class Harness:
         self.py = a.python or sys.executable
         self.rdkload = os.path.join(HERE, "rdkload.py")
         self.fetchload = os.path.join(HERE, "fetchload.py")
+        self.brokerlat = os.path.join(HERE, "brokerlat.py")
         self.results_dir = a.results_dir
         self.logdir = os.path.join(self.results_dir, "logs")
         self.t_start = time.monotonic()

@@ -62,6 +62,12 @@ metric("e2e.rdk.p50", "single", _sec, "p50", "ms", False)
 metric("e2e.rdk.p99", "single", _sec, "p99", "ms", False)
 metric("e2e.rdk.p999", "single", _sec, "p99.9", "ms", False)
 metric("e2e.rdk.max", "single", _sec, "max", "ms", False)
+_sec = ("Broker end-to-end latency at the same rate (raw client: Produce sent when due, "
+        "no linger -> Fetch answered; 1 KiB, acks=1)")
+metric("e2e.raw.p50", "single", _sec, "p50", "ms", False)
+metric("e2e.raw.p99", "single", _sec, "p99", "ms", False)
+metric("e2e.raw.p999", "single", _sec, "p99.9", "ms", False)
+metric("e2e.raw.max", "single", _sec, "max", "ms", False)
 _sec = "Process"
 metric("startup.ms", "single", _sec, "start-up: exec to first ApiVersions answer", "ms", False)
 metric("rss.idle", "single", _sec, "idle RSS (after topic creation)", "MiB", False)

@@ -79,7 +79,7 @@ def single_steps(h, s):
     if "single" in h.sections:
         topics += [f"{pre}-{sz}-{a}:{h.partitions}" for pre in ("jp", "rp")
                    for sz in sizes for a in ACKS]
-        topics += ["lat-java:1", "lat-rdk:1"]
+        topics += ["lat-java:1", "lat-rdk:1", "lat-raw:1"]
     if h.rdkperf_bin:
         topics += [f"kp-{sz}-{a}:{h.partitions}" for sz in sizes for a in ACKS]
     if not create_topics(h, s, topics):
@@ -98,6 +98,11 @@ def single_steps(h, s):
         if cpu0 is not None and cpu1 is not None:
             s.record("cpu.total", cpu1 - cpu0)
         s.record_peak_rss("rss.peak")
+        # The broker's own figures, with clients that leave out a client library's per-record
+        # work and linger (after cpu.total, which stays the real clients' workload).
+        for size, _ in SIZES:
+            fetch_only(h, s, size, h.n["rdk"][size])
+        broker_latency(h, s)
     if h.rdkperf_bin:
         rdkperf_steps(h, s)
 
@@ -155,7 +160,6 @@ def consume_single(h, s):
             s.record(f"consume.rdk.{size}.mib", r["mib_per_s"])
             s.record(f"consume.rdk.{size}.rps", r["records_per_s"])
             s.log(f"{what}: {r['mib_per_s']:.1f} MiB/s, {r['records_per_s']:.0f} rec/s")
-        fetch_only(h, s, size, n)
 
 
 def fetch_only(h, s, size, n):
@@ -246,6 +250,36 @@ def e2e_rdk(h, s):
     if r["achieved_rate"] < 0.95 * r["target_rate"]:
         h.notes.append(f"[{h.tag}] {s.kind}: the e2e generator fell behind "
                        f"({r['achieved_rate']:.0f} of {r['target_rate']:.0f} rec/s)")
+
+
+def broker_latency(h, s):
+    """bench/brokerlat.py at the librdkafka e2e rate: produce request sent -> fetch answered."""
+    set_e2e_rate(h, s)
+    what = f"broker e2e at {h.e2e_rate} rec/s"
+
+    def run():
+        out = h.run_tool(what, [
+            h.py, h.brokerlat, "--bootstrap", s.b.bootstrap, "--topic", "lat-raw", "--rate",
+            str(h.e2e_rate), "--seconds", str(h.e2e_rdk_secs), "--warmup",
+            str(h.e2e_rdk_warmup), "--size", "1024"], s.L("e2e-raw"), timeout=h.e2e_rdk_secs + 60,
+            tick=s.sample)
+        lines = [line for line in out.splitlines() if line.startswith("{")]
+        if not lines:
+            raise StepError(f"{what}: printed no result")
+        return json.loads(lines[-1])
+
+    r = s.step(what, run)
+    if not r:
+        return
+    for k in ("p50", "p99", "p999", "max"):
+        s.record(f"e2e.raw.{k}", r[f"{k}_ms"])
+    s.log(f"{what}: p50 {r['p50_ms']:.3f} p99 {r['p99_ms']:.3f} p99.9 {r['p999_ms']:.3f} "
+          f"max {r['max_ms']:.2f} ms; produce answered p50 {r['ack_p50_ms']:.3f} p99 "
+          f"{r['ack_p99_ms']:.3f} ms; {r['records_per_batch']} records per request")
+    if r["achieved_rate"] < 0.95 * h.e2e_rate or r["max_behind_s"] > 0.1:
+        h.notes.append(f"[{h.tag}] {s.kind}: the broker e2e client fell behind "
+                       f"({r['achieved_rate']:.0f} of {h.e2e_rate} rec/s, up to "
+                       f"{r['max_behind_s'] * 1000:.0f} ms late)")
 
 
 # -- rdkafka_performance
