@@ -16,87 +16,13 @@ per event) is in the figures for both brokers alike. Prints one JSON object.
 """
 import argparse
 import json
-import os
 import select
-import socket
 import struct
 import sys
 import time
 
-from fetchload import kstr, parse_response, recv_exact
-
-PRODUCE_VERSION = 7  # the last version without tagged fields
-FETCH_VERSION = 11
-
-
-def _crc32c_table():
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-CRC_TABLE = _crc32c_table()
-
-
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c = CRC_TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
-
-
-def varint(v):
-    v = (v << 1) ^ (v >> 63)  # zigzag
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def record_batch(count, size):
-    """One v2 batch of `count` records with `size`-byte values and no keys. The base offset and
-    leader epoch lie outside the CRC and the broker assigns them, so the same bytes can be sent
-    again and again."""
-    value = os.urandom(size)
-    recs = bytearray()
-    for i in range(count):
-        body = (b"\x00" + varint(0) + varint(i) + varint(-1) + varint(size) + value +
-                varint(0))
-        recs += varint(len(body)) + body
-    now = int(time.time() * 1000)
-    after_crc = struct.pack(">hiqqqhii", 0, count - 1, now, now, -1, -1, -1, count) + recs
-    crc = crc32c(after_crc)
-    head = struct.pack(">iBI", -1, 2, crc)
-    return struct.pack(">qi", 0, len(head) + len(after_crc)) + head + after_crc
-
-
-def produce_request(corr, topic, batch):
-    body = struct.pack(">hhi", -1, 1, 30000) + struct.pack(">i", 1) + kstr(topic)
-    body += struct.pack(">iii", 1, 0, len(batch)) + batch
-    msg = struct.pack(">hhi", 0, PRODUCE_VERSION, corr) + kstr("bench-brokerlat") + body
-    return struct.pack(">i", len(msg)) + msg
-
-
-def fetch_request(corr, topic, offset):
-    body = struct.pack(">iiiibii", -1, 500, 1, 50 << 20, 0, 0, -1)
-    body += struct.pack(">i", 1) + kstr(topic) + struct.pack(">i", 1)
-    body += struct.pack(">iiqqi", 0, -1, offset, -1, 1 << 20)
-    body += struct.pack(">i", 0) + kstr("")
-    msg = struct.pack(">hhi", 1, FETCH_VERSION, corr) + kstr("bench-brokerlat") + body
-    return struct.pack(">i", len(msg)) + msg
-
-
-def produce_error(resp):
-    """The partition error code of a one-partition Produce v7 response."""
-    pos = 4 + 4  # correlation id, topics count
-    pos += 2 + struct.unpack_from(">h", resp, pos)[0] + 4
-    return struct.unpack_from(">h", resp, pos + 4)[0]
+from wire import (connect, fetch_request, parse_response, produce_errors, produce_request,
+                  read_response, record_batch)
 
 
 def percentile(sorted_vals, q):
@@ -104,11 +30,11 @@ def percentile(sorted_vals, q):
     return sorted_vals[k]
 
 
-def connect(bootstrap):
-    host, port = bootstrap.rsplit(":", 1)
-    s = socket.create_connection((host, int(port)))
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return s
+def high_watermark(resp):
+    """Partition 0's high watermark in a one-partition Fetch v11 response."""
+    pos = 4 + 4 + 2 + 4 + 4  # correlation id, throttle, error, session id, topics count
+    pos += 2 + struct.unpack_from(">h", resp, pos)[0] + 4 + 4 + 2
+    return struct.unpack_from(">q", resp, pos)[0]
 
 
 def main():
@@ -127,14 +53,9 @@ def main():
     size_buf = memoryview(bytearray(4))
 
     # The fetch position: the end of the log (the topic may hold an earlier run's records).
-    fetch.sendall(fetch_request(0, a.topic, 0))
-    n = struct.unpack(">i", recv_exact(fetch, size_buf, 4))[0]
-    resp = recv_exact(fetch, buf, n)
-    offsets = [0]
-    parse_response(resp, offsets)
-    hw_pos = 4 + 4 + 2 + 4 + 4
-    hw_pos += 2 + struct.unpack_from(">h", resp, hw_pos)[0] + 4 + 4 + 2
-    offset = struct.unpack_from(">q", resp, hw_pos)[0]
+    fetch.sendall(fetch_request(0, a.topic, [0], max_wait_ms=0))
+    resp, _ = read_response(fetch, size_buf, buf)
+    offset = high_watermark(resp)
 
     sent_at = []        # send time of each produce request, in send order
     fetched = 0         # batches fetched so far
@@ -142,7 +63,7 @@ def main():
     lat, ack_lat = [], []
     corr = 0
     fcorr = 1
-    fetch.sendall(fetch_request(fcorr, a.topic, offset))
+    fetch.sendall(fetch_request(fcorr, a.topic, [offset]))
     t0 = time.monotonic()
     warm_end, end = t0 + a.warmup, t0 + a.seconds
     behind_max = 0.0
@@ -159,7 +80,7 @@ def main():
                 behind_max = max(behind_max, (due - len(sent_at)) / 1000)
                 while len(sent_at) < due:
                     corr += 1
-                    req = produce_request(corr, a.topic, batch)
+                    req = produce_request(corr, a.topic, 1, [batch])
                     sent_at.append(time.monotonic())
                     prod.sendall(req)
         if done_sending and fetched >= len(sent_at) and acked >= len(sent_at):
@@ -170,11 +91,10 @@ def main():
         timeout = 0.05 if done_sending else max(0.0, t0 + len(sent_at) / 1000 - now)
         ready, _, _ = select.select([prod, fetch], [], [], timeout)
         for sock in ready:
-            n = struct.unpack(">i", recv_exact(sock, size_buf, 4))[0]
-            resp = recv_exact(sock, buf, n)
+            resp, _ = read_response(sock, size_buf, buf)
             t = time.monotonic()
             if sock is prod:
-                err = produce_error(resp)
+                err = produce_errors(resp)[0]
                 if err:
                     raise SystemExit(f"brokerlat: Produce error code {err}")
                 if sent_at[acked] >= warm_end:
@@ -191,7 +111,7 @@ def main():
             fetched += records // per_batch
             offset = offsets[0]
             fcorr += 1
-            fetch.sendall(fetch_request(fcorr, a.topic, offset))
+            fetch.sendall(fetch_request(fcorr, a.topic, [offset]))
     prod.close()
     fetch.close()
     lat.sort()

@@ -15,81 +15,12 @@ short read.
 """
 import argparse
 import json
-import socket
-import struct
 import sys
 import time
 
+from wire import connect, fetch_request, parse_response, read_response
+
 MIB = 1024 * 1024
-FETCH_MAX_BYTES = 50 * MIB
-PARTITION_MAX_BYTES = 1 * MIB
-MAX_WAIT_MS = 500
-FETCH_VERSION = 11  # the last version without tagged fields: fixed-layout parsing
-BATCH_HEADER = 61   # bytes of a v2 record batch header, up to and including its record count
-
-
-def kstr(s):
-    b = s.encode()
-    return struct.pack(">h", len(b)) + b
-
-
-def fetch_request(corr, topic, offsets):
-    body = struct.pack(">iiiibii", -1, MAX_WAIT_MS, 1, FETCH_MAX_BYTES, 0, 0, -1)
-    body += struct.pack(">i", 1) + kstr(topic) + struct.pack(">i", len(offsets))
-    for p, off in enumerate(offsets):
-        body += struct.pack(">iiqqi", p, -1, off, -1, PARTITION_MAX_BYTES)
-    body += struct.pack(">i", 0) + kstr("")  # no forgotten topics; rack ""
-    msg = struct.pack(">hhi", 1, FETCH_VERSION, corr) + kstr("bench-fetchload") + body
-    return struct.pack(">i", len(msg)) + msg
-
-
-def recv_exact(sock, view, n):
-    got = 0
-    while got < n:
-        k = sock.recv_into(view[got:n], n - got)
-        if k == 0:
-            raise SystemExit("fetchload: the broker closed the connection")
-        got += k
-    return view[:n]
-
-
-def parse_response(mv, offsets):
-    """Advances offsets past every whole batch in the response. Returns (records, bytes)."""
-    u = struct.unpack_from
-    pos = 4  # correlation id
-    _throttle, err, _session, ntopics = u(">ihii", mv, pos)
-    pos += 14
-    if err:
-        raise SystemExit(f"fetchload: Fetch error code {err}")
-    records = nbytes = 0
-    for _ in range(ntopics):
-        pos += 2 + u(">h", mv, pos)[0]
-        nparts = u(">i", mv, pos)[0]
-        pos += 4
-        for _ in range(nparts):
-            p, perr = u(">ih", mv, pos)
-            pos += 6 + 24  # high watermark, last stable offset, log start offset
-            if perr:
-                raise SystemExit(f"fetchload: partition {p}: error code {perr}")
-            naborted = u(">i", mv, pos)[0]
-            pos += 4 + max(naborted, 0) * 16 + 4  # aborted transactions, preferred replica
-            size = u(">i", mv, pos)[0]
-            pos += 4
-            end = pos + max(size, 0)
-            q = pos
-            # A trailing partial batch (Kafka cuts responses at the byte limit) is skipped:
-            # the next fetch starts at its offset.
-            while q + BATCH_HEADER <= end:
-                base, length = u(">qi", mv, q)
-                if q + 12 + length > end:
-                    break
-                last_delta = u(">i", mv, q + 23)[0]
-                records += u(">i", mv, q + 57)[0]
-                offsets[p] = base + last_delta + 1
-                q += 12 + length
-            nbytes += q - pos
-            pos = end
-    return records, nbytes
 
 
 def main():
@@ -101,12 +32,11 @@ def main():
     ap.add_argument("--passes", type=int, default=1)
     ap.add_argument("--idle-timeout", type=float, default=10.0)
     a = ap.parse_args()
-    host, port = a.bootstrap.rsplit(":", 1)
-    sock = socket.create_connection((host, int(port)))
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    buf = memoryview(bytearray(FETCH_MAX_BYTES + MIB))
+    sock = connect(a.bootstrap)
+    buf = memoryview(bytearray(51 * MIB))
     size_buf = memoryview(bytearray(4))
     corr = fetches = records = nbytes = 0
+    cpu0 = time.process_time()
     t0 = time.monotonic()
     for _ in range(a.passes):
         offsets = [0] * a.partitions
@@ -115,11 +45,8 @@ def main():
         while got < a.count:
             corr += 1
             sock.sendall(fetch_request(corr, a.topic, offsets))
-            n = struct.unpack(">i", recv_exact(sock, size_buf, 4))[0]
-            if n > len(buf):
-                raise SystemExit(f"fetchload: response of {n} bytes")
-            resp = recv_exact(sock, buf, n)
-            if struct.unpack_from(">i", resp, 0)[0] != corr:
+            resp, rcorr = read_response(sock, size_buf, buf)
+            if rcorr != corr:
                 raise SystemExit("fetchload: response out of order")
             fetches += 1
             r, b = parse_response(resp, offsets)
@@ -133,9 +60,10 @@ def main():
                                  f"{a.idle_timeout} s")
         records += got
     secs = time.monotonic() - t0
+    cpu = time.process_time() - cpu0
     sock.close()
     json.dump({
-        "records": records, "bytes": nbytes, "seconds": secs, "passes": a.passes,
+        "records": records, "cpu_s": cpu, "bytes": nbytes, "seconds": secs, "passes": a.passes,
         "fetches": fetches, "bytes_per_fetch": nbytes / max(fetches, 1),
         "records_per_s": records / secs, "mib_per_s": nbytes / MIB / secs,
     }, sys.stdout)

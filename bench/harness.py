@@ -57,6 +57,8 @@ what it does
     * EndToEndLatency (Kafka's tool; one record in flight, 1 KiB, acks=1) -> avg/p50/p99/p99.9
     * librdkafka fixed-rate end-to-end latency, 1 KiB, acks=1, at about half of Kafka's
       measured max (the lower of the two clients' 1 KiB acks=1 results against Kafka)
+    * a produce-only client (bench/produceload.py: one pre-built ~1 MB batch per partition
+      sent again and again, 5 requests in flight, acks=1) -> the broker's own produce ceiling
     * the broker's own end-to-end latency (bench/brokerlat.py: the same record rate, one
       Produce request of rate/1000 records every ms, sent when due, and a waiting Fetch;
       no client library, no linger) -> p50/p99/p99.9
@@ -166,8 +168,7 @@ class Harness:
         self.sluice_bin = a.sluice_bin
         self.py = a.python or sys.executable
         self.rdkload = os.path.join(HERE, "rdkload.py")
-        self.fetchload = os.path.join(HERE, "fetchload.py")
-        self.brokerlat = os.path.join(HERE, "brokerlat.py")
+        self.here = HERE  # where the raw clients (fetchload.py, ...) are
         self.results_dir = a.results_dir
         self.logdir = os.path.join(self.results_dir, "logs")
         self.t_start = time.monotonic()

@@ -48,6 +48,10 @@ for _client, _cname in [("java", "ConsumerPerformance"), ("rdk", "librdkafka")]:
         metric(f"{_k}.mib", "single", f"Consume ({_cname})", f"{_sname}", "MiB/s", True)
         metric(f"{_k}.rps", "single", f"Consume ({_cname})", f"{_sname}", "records/s", True)
 for _size, _sname in SIZES:
+    _sec = "Produce (produce-only client, no per-record work: the broker's own ceiling)"
+    metric(f"produce.raw.{_size}.mib", "single", _sec, f"{_sname} acks=1", "MiB/s", True)
+    metric(f"produce.raw.{_size}.rps", "single", _sec, f"{_sname} acks=1", "records/s", True)
+for _size, _sname in SIZES:
     _sec = "Consume (fetch-only client, no per-record work: the broker's own ceiling)"
     metric(f"consume.fetch.{_size}.mib", "single", _sec, _sname, "MiB/s", True)
     metric(f"consume.fetch.{_size}.rps", "single", _sec, _sname, "records/s", True)
@@ -93,6 +97,8 @@ for _size, _sname in SIZES:
     for _acks in ACKS:
         cpu_metrics(f"java.produce.{_size}.{_acks}", "rdkperf",
                     f"ProducerPerformance {_sname} acks={_acks}")
+for _size, _sname in SIZES:
+    cpu_metrics(f"produce.raw.{_size}", "rdkperf", f"produce-only {_sname} acks=1")
 for _size, _sname in SIZES:
     cpu_metrics(f"fetch.consume.{_size}", "rdkperf", f"fetch-only consume {_sname}")
 

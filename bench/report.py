@@ -189,6 +189,12 @@ def fmt_ms_median(h, section):
 def single_intro(h):
     return [f"Kafka's `StorageTool format` (run before each Kafka start, not counted in its "
             f"start-up time) took {fmt_ms_median(h, 'single')}.", "",
+            "The produce-only client (`bench/produceload.py`) sends one ~1 MB batch per "
+            "partition per Produce request (librdkafka's batch defaults), built once and sent "
+            "again and again (the broker assigns the offsets, outside the CRC), 5 requests in "
+            "flight, acks=1, on its own topics: no per-record work in the client, so what it "
+            "measures is the broker's validation and append and the kernel's page-cache "
+            "writes of new data (see the disk baseline).", "",
             "The fetch-only client (`bench/fetchload.py`) reads the same topics as the "
             "consumers, several passes from offset 0, with plain Fetch requests on one "
             "connection, one in flight, at the consumers' default sizes (fetch.max.bytes "

@@ -80,6 +80,7 @@ def single_steps(h, s):
         topics += [f"{pre}-{sz}-{a}:{h.partitions}" for pre in ("jp", "rp")
                    for sz in sizes for a in ACKS]
         topics += ["lat-java:1", "lat-rdk:1", "lat-raw:1"]
+        topics += [f"po-{sz}:{h.partitions}" for sz in sizes]
     if h.rdkperf_bin:
         topics += [f"kp-{sz}-{a}:{h.partitions}" for sz in sizes for a in ACKS]
     if not create_topics(h, s, topics):
@@ -100,6 +101,8 @@ def single_steps(h, s):
         s.record_peak_rss("rss.peak")
         # The broker's own figures, with clients that leave out a client library's per-record
         # work and linger (after cpu.total, which stays the real clients' workload).
+        for size, _ in SIZES:
+            produce_only(h, s, size, h.n["rdk"][size])
         for size, _ in SIZES:
             fetch_only(h, s, size, h.n["rdk"][size])
         broker_latency(h, s)
@@ -162,28 +165,53 @@ def consume_single(h, s):
             s.log(f"{what}: {r['mib_per_s']:.1f} MiB/s, {r['records_per_s']:.0f} rec/s")
 
 
+def raw_client(h, s, what, script, args, key, prefix):
+    """Runs one of the bench's raw clients (fetchload.py, produceload.py) with CPU accounting
+    (cpu.<key>), records <prefix>.mib and .rps and returns its JSON result."""
+
+    def run():
+        out, usage = s.measured(what, [h.py, os.path.join(h.here, script)] + args,
+                                s.L(what.replace(" ", "-")))
+        lines = [line for line in out.splitlines() if line.startswith("{")]
+        if not lines:
+            raise StepError(f"{what}: printed no result")
+        r = json.loads(lines[-1])
+        # The tool's own CPU over its measuring window: its start-up (the interpreter, the
+        # batch it builds) is not the load.
+        usage["cpu_s"] = r.get("cpu_s", usage.get("cpu_s"))
+        s.record_cpu(key, r["records"], usage, window_s=r["seconds"])
+        return r
+
+    r = s.step(what, run)
+    if r:
+        s.record(f"{prefix}.mib", r["mib_per_s"])
+        s.record(f"{prefix}.rps", r["records_per_s"])
+    return r
+
+
+def produce_only(h, s, size, n):
+    """bench/produceload.py, acks=1: what the broker takes from a client that does no
+    per-record work."""
+    what = f"produce-only {size} B acks=1"
+    r = raw_client(h, s, what, "produceload.py", [
+        "--bootstrap", s.b.bootstrap, "--topic", f"po-{size}", "--partitions",
+        str(h.partitions), "--count", str(n), "--size", str(size), "--acks", "1"],
+        f"produce.raw.{size}", f"produce.raw.{size}")
+    if r:
+        s.log(f"{what}: {r['mib_per_s']:.0f} MiB/s, {r['records_per_s']:.0f} rec/s, "
+              f"{r['records_per_batch']} records per batch")
+
+
 def fetch_only(h, s, size, n):
     """bench/fetchload.py over the same topic, read FETCH_ONLY_BYTES worth of passes: what the
     broker serves to a client that does no per-record work."""
     passes = max(1, round(FETCH_ONLY_BYTES / (n * size)))
     what = f"fetch-only consume {size} B"
-
-    def run():
-        out, usage = s.measured(what, [
-            h.py, h.fetchload, "--bootstrap", s.b.bootstrap, "--topic", f"rp-{size}-1",
-            "--partitions", str(h.partitions), "--count", str(n), "--passes", str(passes)],
-            s.L(f"fetch-only-{size}"))
-        lines = [line for line in out.splitlines() if line.startswith("{")]
-        if not lines:
-            raise StepError(f"{what}: printed no result")
-        r = json.loads(lines[-1])
-        s.record_cpu(f"fetch.consume.{size}", r["records"], usage, window_s=r["seconds"])
-        return r
-
-    r = s.step(what, run)
+    r = raw_client(h, s, what, "fetchload.py", [
+        "--bootstrap", s.b.bootstrap, "--topic", f"rp-{size}-1", "--partitions",
+        str(h.partitions), "--count", str(n), "--passes", str(passes)],
+        f"fetch.consume.{size}", f"consume.fetch.{size}")
     if r:
-        s.record(f"consume.fetch.{size}.mib", r["mib_per_s"])
-        s.record(f"consume.fetch.{size}.rps", r["records_per_s"])
         s.log(f"{what}: {r['mib_per_s']:.0f} MiB/s, {r['records_per_s']:.0f} rec/s, "
               f"{r['passes']} passes, {r['bytes_per_fetch'] / 1024:.0f} KiB per fetch")
 
@@ -259,8 +287,8 @@ def broker_latency(h, s):
 
     def run():
         out = h.run_tool(what, [
-            h.py, h.brokerlat, "--bootstrap", s.b.bootstrap, "--topic", "lat-raw", "--rate",
-            str(h.e2e_rate), "--seconds", str(h.e2e_rdk_secs), "--warmup",
+            h.py, os.path.join(h.here, "brokerlat.py"), "--bootstrap", s.b.bootstrap,
+            "--topic", "lat-raw", "--rate", str(h.e2e_rate), "--seconds", str(h.e2e_rdk_secs), "--warmup",
             str(h.e2e_rdk_warmup), "--size", "1024"], s.L("e2e-raw"), timeout=h.e2e_rdk_secs + 60,
             tick=s.sample)
         lines = [line for line in out.splitlines() if line.startswith("{")]
