@@ -78,6 +78,21 @@ pub struct Identity {
     pub data_dir: PathBuf,
 }
 
+/// The topics this broker knows, by name and by id (Produce v13+ and Fetch v13+ name
+/// topics by id, once per topic per request).
+#[derive(Default)]
+struct TopicMap {
+    by_name: HashMap<String, Arc<Topic>>,
+    by_id: HashMap<Uuid, Arc<Topic>>,
+}
+
+impl TopicMap {
+    fn new(by_name: HashMap<String, Arc<Topic>>) -> Self {
+        let by_id = by_name.values().map(|t| (t.record.id, t.clone())).collect();
+        TopicMap { by_name, by_id }
+    }
+}
+
 /// Everything the request handlers share.
 pub struct Broker {
     pub identity: Identity,
@@ -85,7 +100,7 @@ pub struct Broker {
     /// The controller, the metadata image, and this broker's membership.
     pub cluster: Arc<Cluster>,
     config: RwLock<BrokerConfig>,
-    topics: RwLock<HashMap<String, Arc<Topic>>>,
+    topics: RwLock<TopicMap>,
     /// Serializes reconciliation with the metadata image.
     reconciling: Mutex<()>,
     /// Woken on every append, so long-polling fetches return without polling.
@@ -147,7 +162,7 @@ impl Broker {
             cluster_id,
             cluster,
             config: RwLock::new(config),
-            topics: RwLock::new(HashMap::new()),
+            topics: RwLock::new(TopicMap::default()),
             reconciling: Mutex::new(()),
             replication: Default::default(),
             appended: Notify::new(),
@@ -157,7 +172,7 @@ impl Broker {
         broker.reconcile(clean);
         if clean {
             std::fs::remove_file(&marker)?;
-        } else if !broker.topics.read().is_empty() {
+        } else if !broker.topics.read().by_name.is_empty() {
             tracing::info!("no clean-shutdown marker: recovered the active segment of every partition");
         }
         Ok(Arc::new(broker))
@@ -174,17 +189,17 @@ impl Broker {
 
     /// A topic by name.
     pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
-        self.topics.read().get(name).cloned()
+        self.topics.read().by_name.get(name).cloned()
     }
 
     /// A topic by id.
     pub fn topic_by_id(&self, id: Uuid) -> Option<Arc<Topic>> {
-        self.topics.read().values().find(|t| t.record.id == id).cloned()
+        self.topics.read().by_id.get(&id).cloned()
     }
 
     /// Every topic, sorted by name.
     pub fn all_topics(&self) -> Vec<Arc<Topic>> {
-        let mut v: Vec<_> = self.topics.read().values().cloned().collect();
+        let mut v: Vec<_> = self.topics.read().by_name.values().cloned().collect();
         v.sort_by(|a, b| a.record.name.cmp(&b.record.name));
         v
     }

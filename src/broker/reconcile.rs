@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Broker, Topic};
+use super::{Broker, Topic, TopicMap};
 use crate::metadata::image::TopicImage;
 use crate::metadata::TopicRecord;
 
@@ -20,7 +20,7 @@ impl Broker {
             cfg.dynamic_set = img.broker_configs.clone();
             changed
         };
-        let current = self.topics.read().clone();
+        let current = self.topics.read().by_name.clone();
         let mut next: HashMap<String, Arc<Topic>> = HashMap::with_capacity(img.topics.len());
         for t in img.topics.values() {
             let old = current.get(&t.name).filter(|o| o.record.id == t.id);
@@ -39,7 +39,7 @@ impl Broker {
                 Some(n) => gone.extend(old.local().filter(|p| n.partition(p.index).is_none()).cloned()),
             }
         }
-        *self.topics.write() = next;
+        *self.topics.write() = TopicMap::new(next);
         for p in gone {
             self.remove_partition_files(&p.topic, p.index, p.topic_id);
         }
