@@ -216,7 +216,11 @@ def _cpu_times():
 def settle(idle_fraction=0.9, window=0.1, quiet_windows=3, max_wait=5.0):
     """Waits (at most `max_wait` s) until the machine has been idle for `quiet_windows` windows
     in a row: the previous broker's exit, its freed memory and deleted data dirs are work the
-    kernel finishes in the background, and a start-up timed during it measures that instead."""
+    kernel finishes in the background, and a start-up timed during it measures that instead.
+    First it writes back every dirty page (the earlier runs leave up to gigabytes of them,
+    flushed later in the background, and counted as idle time while they are): a broker's
+    first fsyncs queue behind that writeback otherwise."""
+    os.sync()
     deadline = time.monotonic() + max_wait
     quiet = 0
     prev = _cpu_times()
