@@ -1,6 +1,7 @@
 """Constants and exceptions every module of the benchmark harness shares: versions, heaps and
 JVM flags, the sections of a run, the cluster's shape, thresholds; and the two ways a step can
-end early."""
+end early; reading a tool's JSON result."""
+import json
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -31,3 +32,11 @@ class StepError(Exception):
 
 class BudgetExceeded(Exception):
     """The overall time budget ran out."""
+
+
+def last_json(out, what, context=""):
+    """The result of a tool that prints one JSON object per line on stdout: the last one."""
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    if not lines:
+        raise StepError(f"{what}: printed no result{context}")
+    return json.loads(lines[-1])

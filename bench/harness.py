@@ -31,7 +31,7 @@ import time
 
 from brokers import BROKERS
 from common import (CLUSTER_HEAP, DISK_TARGET_PCT, HERE, JVM_PERF_OPTS, KAFKA_HEAP,
-                    KAFKA_VERSION, MIB, REPO, SECTIONS, BudgetExceeded, StepError)
+                    KAFKA_VERSION, MIB, REPO, SECTIONS, BudgetExceeded, StepError, last_json)
 from procs import PROCS, cpu_sum, reap, remove_stale_tmp, rss_sum, tail
 from report import (disk_summary, git_rev, one_line, results_json, summarize, write_chart,
                     write_markdown)
@@ -285,10 +285,7 @@ class Harness:
     def rdk(self, name, log_path, timeout, *args, tick=None):
         out = self.run_tool(name, [self.py, self.rdkload] + list(args), log_path, timeout,
                             tick=tick)
-        lines = [l for l in out.splitlines() if l.startswith("{")]
-        if not lines:
-            raise StepError(f"{name}: printed no result\n{tail(log_path)}")
-        return json.loads(lines[-1])
+        return last_json(out, name, "\n" + tail(log_path))
 
     def record(self, broker, mid, value):
         if value is not None:

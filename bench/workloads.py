@@ -3,7 +3,6 @@ generator bench/rdkload.py; Kafka's ProducerPerformance, ConsumerPerformance and
 EndToEndLatency; librdkafka's rdkafka_performance), the parsers of those tools' output, and
 the disk baseline. The steps take the Harness `h` (harness.py: its settings, run_tool() and
 rdk(), where results go) and, against a broker, that session's Session `s`."""
-import json
 import os
 import re
 import subprocess
@@ -11,7 +10,7 @@ import sys
 import time
 
 from common import (CLUSTER_NODES, CLUSTER_PARTITIONS, CLUSTER_TOPIC_CONFIG, MIB,
-                    RDKPERF_PRODUCER_CONF, TOOL_HEAP, BudgetExceeded, StepError)
+                    RDKPERF_PRODUCER_CONF, TOOL_HEAP, BudgetExceeded, StepError, last_json)
 from metrics import ACKS, SIZES
 from procs import cpu_sum
 
@@ -172,10 +171,7 @@ def raw_client(h, s, what, script, args, key, prefix):
     def run():
         out, usage = s.measured(what, [h.py, os.path.join(h.here, script)] + args,
                                 s.L(what.replace(" ", "-")))
-        lines = [line for line in out.splitlines() if line.startswith("{")]
-        if not lines:
-            raise StepError(f"{what}: printed no result")
-        r = json.loads(lines[-1])
+        r = last_json(out, what)
         # The tool's own CPU over its measuring window: its start-up (the interpreter, the
         # batch it builds) is not the load.
         usage["cpu_s"] = r.get("cpu_s", usage.get("cpu_s"))
@@ -288,13 +284,10 @@ def broker_latency(h, s):
     def run():
         out = h.run_tool(what, [
             h.py, os.path.join(h.here, "brokerlat.py"), "--bootstrap", s.b.bootstrap,
-            "--topic", "lat-raw", "--rate", str(h.e2e_rate), "--seconds", str(h.e2e_rdk_secs), "--warmup",
-            str(h.e2e_rdk_warmup), "--size", "1024"], s.L("e2e-raw"), timeout=h.e2e_rdk_secs + 60,
-            tick=s.sample)
-        lines = [line for line in out.splitlines() if line.startswith("{")]
-        if not lines:
-            raise StepError(f"{what}: printed no result")
-        return json.loads(lines[-1])
+            "--topic", "lat-raw", "--rate", str(h.e2e_rate), "--seconds", str(h.e2e_rdk_secs),
+            "--warmup", str(h.e2e_rdk_warmup), "--size", "1024"], s.L("e2e-raw"),
+            timeout=h.e2e_rdk_secs + 60, tick=s.sample)
+        return last_json(out, what)
 
     r = s.step(what, run)
     if not r:
