@@ -105,7 +105,8 @@ def probe_apiversions(port, deadline, log_path, death):
 # What the harness needs from a broker or a cluster: start(timeout) -> start-up ms, bootstrap,
 # pids (the broker processes, for RSS and CPU), death() (None while every process runs, else
 # what happened), tail() (the relevant log lines), stop() -> (seconds, exit statuses),
-# format_ms (Kafka's storage format, None for Sluice).
+# format_ms (Kafka's storage format, None for Sluice), settle_s (what settle() waited for free
+# page reporting before the start).
 class Broker:
     """One broker process."""
     name = "?"
@@ -118,6 +119,7 @@ class Broker:
         self.proc = None
         self.log = None
         self.format_ms = None
+        self.settle_s = None
 
     @property
     def pid(self):
@@ -140,7 +142,7 @@ class Broker:
 
     def spawn(self, argv, settled=False):
         if not settled:
-            settle()
+            self.settle_s = settle()
         # Popen returns once the child has exec'd (it waits on the exec status pipe): that is
         # the start of the clock, so the harness's own fork (a big Python process) is not counted.
         self.proc = PROCS.start(argv, self.log, cwd=self.dir, env=self.h.child_env)
@@ -236,6 +238,7 @@ class KafkaCluster:
                       for i in range(1, CLUSTER_NODES + 1)]
         self.bootstrap = ",".join(n.bootstrap for n in self.nodes)
         self.format_ms = None
+        self.settle_s = None
 
     @property
     def pids(self):
@@ -262,7 +265,8 @@ class KafkaCluster:
         for n in self.nodes:
             n.configure([f"controller.quorum.voters={voters}"])
             self.format_ms += n.format(cluster_id)
-        settle()
+        # No wait for free page reporting: neither cluster comes near the page cache's write rate.
+        self.settle_s = settle(reporting=False)
         for n in self.nodes:
             n.spawn_jvm(settled=True)
         t0 = self.nodes[0].t_exec
@@ -292,6 +296,7 @@ class SluiceCluster:
         self.nodes = []  # (node id, pid, client port)
         self.bootstrap = None
         self.format_ms = None
+        self.settle_s = None
 
     @property
     def pids(self):
@@ -323,7 +328,7 @@ class SluiceCluster:
                 "--base-port", str(base), "--data-dir", self.data]
         for k, v in self.h.common_broker_settings:
             argv += ["--set", f"{k}={v}"]
-        settle()
+        self.settle_s = settle(reporting=False)  # as KafkaCluster.start
         self.proc = PROCS.start(argv, self.log, cwd=self.dir, env=self.h.child_env,
                                 term_group=False)
         t0 = time.monotonic()

@@ -73,7 +73,7 @@ metric("e2e.raw.p99", "single", _sec, "p99", "ms", False)
 metric("e2e.raw.p999", "single", _sec, "p99.9", "ms", False)
 metric("e2e.raw.max", "single", _sec, "max", "ms", False)
 _sec = "Process"
-metric("startup.ms", "single", _sec, "start-up: exec to first ApiVersions answer", "ms", False)
+metric("startup.ms", "single", _sec, "start-up: exec to first ApiVersions answer (2 starts per session)", "ms", False)
 metric("rss.idle", "single", _sec, "idle RSS (after topic creation)", "MiB", False)
 metric("rss.peak", "single", _sec, "peak RSS under load", "MiB", False)
 metric("cpu.total", "single", _sec, "broker CPU time for the whole workload", "s", False)

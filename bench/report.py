@@ -186,6 +186,19 @@ def fmt_ms_median(h, section):
     return f"{statistics.median(fmts):,.0f} ms (median)" if fmts else "—"
 
 
+def settle_row(h):
+    waits = [r["reporting_settle_s"] for r in h.runs if r.get("reporting_settle_s") is not None]
+    what = (f"before each single-broker start the harness waited {min(waits):.1f}-"
+            f"{max(waits):.1f} s (median {statistics.median(waits):.1f}) for the balloon driver "
+            f"to hand the memory freed by the session before back to the host (until its "
+            f"reported_kib counter moved less than 384 MiB in 2.5 s), so no session starts with "
+            f"gigabytes of freed, still-backed pages that the one before it left (see the disk "
+            f"baseline); not before the cluster starts (neither cluster comes near the page "
+            f"cache's write rate)"
+            if any(waits) else "no free page reporting counter on this machine: no wait")
+    return f"| free page reporting | {what} |"
+
+
 def single_intro(h):
     return [f"Kafka's `StorageTool format` (run before each Kafka start, not counted in its "
             f"start-up time) took {fmt_ms_median(h, 'single')}.", "",
@@ -245,9 +258,11 @@ def disk_markdown(h):
             "(a virtio balloon with free page reporting hands freed memory back to the host, "
             "and touching it again faults it in from the host), so the rewrite row, which "
             "reuses the pages the kernel has just freed, runs at memory speed and is no "
-            "baseline for a broker's appends. Brokers pay the same cost for every new byte; "
-            "which of their runs gets warm pages is luck, hence some of the spread in the "
-            "1 KiB produce samples.", "",
+            "baseline for a broker's appends. Brokers pay the same cost for every new byte. "
+            "Memory freed and not yet handed back still writes at memory speed, so each broker "
+            "session, and these passes, start only once the memory the run before freed has "
+            "been handed back (see the header); what the clients free within a session is the "
+            "same for both brokers.", "",
             "| | |", "|---|---|",
             f"| filesystem of the data dirs | {d['filesystem']} |",
             f"| plain buffered sequential writes of new data: {d['mib']:,} MiB per pass to a new "
@@ -309,6 +324,7 @@ def write_markdown(h, rows, path, wall_s, complete):
     out.append(f"| e2e segment rolls | segment rolls of the latency topic during each "
                f"fixed-rate run (default segment size 1 GiB; a roll inside the window moves the "
                f"tail latencies): Kafka {rolls['kafka']}, Sluice {rolls['sluice']} |")
+    out.append(settle_row(h))
     out.append("")
     out.append("Ratio is Sluice / Kafka; ↑ means higher is better, ↓ lower is better. "
                "MiB = 2^20 bytes (what Kafka's tools call MB).")

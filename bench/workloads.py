@@ -12,7 +12,7 @@ import time
 from common import (CLUSTER_NODES, CLUSTER_PARTITIONS, CLUSTER_TOPIC_CONFIG, MIB,
                     RDKPERF_PRODUCER_CONF, TOOL_HEAP, BudgetExceeded, StepError, last_json)
 from metrics import ACKS, SIZES
-from procs import cpu_sum
+from procs import cpu_sum, settle_page_reporting
 
 # Bytes the fetch-only client reads per run (whole passes over the topic): a window of
 # ~1-3 s on this machine, long enough to leave the connection set-up out.
@@ -391,6 +391,8 @@ def disk_baseline(h):
                   "buffered_mib_s": [], "rewrite_mib_s": [], "fsync_mib_s": [], "fsync_only_s": []}
     block = os.urandom(MIB)
     kept = []
+    # From the same starting point as every broker session (see procs.settle_page_reporting).
+    settle_page_reporting()
     try:
         for i in range(h.disk_reps):
             if h.remaining() < 60:
