@@ -188,13 +188,13 @@ def fmt_ms_median(h, section):
 
 def settle_row(h):
     waits = [r["reporting_settle_s"] for r in h.runs if r.get("reporting_settle_s") is not None]
-    what = (f"before each single-broker start the harness waited {min(waits):.1f}-"
-            f"{max(waits):.1f} s (median {statistics.median(waits):.1f}) for the balloon driver "
-            f"to hand the memory freed by the session before back to the host (until its "
-            f"reported_kib counter moved less than 384 MiB in 2.5 s), so no session starts with "
-            f"gigabytes of freed, still-backed pages that the one before it left (see the disk "
-            f"baseline); not before the cluster starts (neither cluster comes near the page "
-            f"cache's write rate)"
+    what = (f"before the starts of each single-broker session the harness waited "
+            f"{min(waits):.1f}-{max(waits):.1f} s in all (median {statistics.median(waits):.1f}), "
+            f"each time until the balloon driver had handed back most of the memory freed "
+            f"before (until its reported_kib counter moved less than 384 MiB in 2.5 s), so no "
+            f"session starts with gigabytes of freed, still-backed pages that the one before it "
+            f"left (see the disk baseline); not before the cluster starts (neither cluster comes "
+            f"near the page cache's write rate)"
             if any(waits) else "no free page reporting counter on this machine: no wait")
     return f"| free page reporting | {what} |"
 
