@@ -67,8 +67,15 @@ impl Controller {
 
     /// The broker config with the cluster's dynamic overrides applied.
     fn config(&self) -> BrokerConfig {
+        self.config_from(&self.image().read())
+    }
+
+    /// [`config`](Self::config) for a caller that already holds the image's read lock: a
+    /// second read of the same lock on one thread deadlocks once the metadata driver
+    /// waits to write (parking_lot queues new readers behind a waiting writer).
+    fn config_from(&self, img: &Image) -> BrokerConfig {
         let mut c = self.config.read().clone();
-        c.dynamic_set = self.image().read().broker_configs.clone();
+        c.dynamic_set = img.broker_configs.clone();
         c
     }
 
@@ -163,7 +170,7 @@ impl Controller {
     fn broker_gone_changes(&self, broker: i32) -> Vec<Record> {
         let img = self.image();
         let img = img.read();
-        let cfg = self.config();
+        let cfg = self.config_from(&img);
         let live = |b: i32| img.is_live(b);
         let mut out = Vec::new();
         for t in img.topics.values() {
@@ -182,7 +189,7 @@ impl Controller {
     fn broker_back_changes(&self, broker: i32) -> Vec<Record> {
         let img = self.image();
         let img = img.read();
-        let cfg = self.config();
+        let cfg = self.config_from(&img);
         let live = |b: i32| b == broker || img.is_live(b);
         let mut out = Vec::new();
         for t in img.topics.values() {

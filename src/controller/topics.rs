@@ -51,7 +51,7 @@ impl Controller {
         if img.topics.contains_key(&req.name) {
             return Err(Error::TopicAlreadyExists(format!("topic '{}' already exists", req.name)));
         }
-        let cfg = self.config();
+        let cfg = self.config_from(img);
         let live: Vec<(i32, Option<String>)> = img.live_brokers().iter().map(|b| (b.id, b.rack.clone())).collect();
         for (k, v) in &req.configs {
             let def = config::topic_key(k).ok_or_else(|| Error::InvalidConfig(format!("unknown topic config '{k}'")))?;
