@@ -11,6 +11,9 @@ use crate::broker::Broker;
 
 /// The metrics as text, from this node's metadata image.
 pub fn render(broker: &Broker) -> String {
+    // Before the image's read lock: on a broker-only node this reads the image too, and a
+    // second read on one thread deadlocks once a writer waits.
+    let active = broker.cluster.active_controller() == Some(broker.identity.node_id);
     let img = broker.cluster.image();
     let img = img.read();
     let (mut partitions, mut offline, mut under) = (0u64, 0u64, 0u64);
@@ -41,7 +44,6 @@ pub fn render(broker: &Broker) -> String {
         img.unclean_elections,
     );
     metric("sluice_metadata_offset", "Last metadata log offset applied on this node.", "gauge", img.offset);
-    let active = broker.cluster.active_controller() == Some(broker.identity.node_id);
     metric("sluice_active_controller", "1 on the node that is the active controller.", "gauge", active as u64);
     out
 }
