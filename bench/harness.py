@@ -40,6 +40,13 @@ from workloads import cluster_steps, disk_baseline, find_rdkperf, single_steps
 # Starts before each single-broker session's own, for more start-up samples (extra_startups).
 EXTRA_STARTS = 1
 
+
+def add_settle(info, b):
+    """Adds what broker b's start waited for free page reporting to the session's total."""
+    if b.settle_s is not None:
+        info["reporting_settle_s"] = info.get("reporting_settle_s", 0.0) + b.settle_s
+
+
 HELP_EPILOG = """\
 what it does
   disk      Before any broker runs: plain buffered sequential writes of new data (1 MiB
@@ -320,8 +327,7 @@ class Harness:
                 return
             info["startup_ms"] = ms
             info["format_ms"] = b.format_ms
-            if b.settle_s is not None:
-                info["reporting_settle_s"] = info.get("reporting_settle_s", 0.0) + b.settle_s
+            add_settle(info, b)
             s.record("startup.ms" if single else "cluster.startup.ms", ms)
             s.log(f"{'answered' if single else 'all nodes answered'} ApiVersions {ms:.1f} ms "
                   f"after exec" + (f" (storage format took {b.format_ms:.0f} ms before that)"
@@ -341,8 +347,7 @@ class Harness:
             b = BROKERS[(section, kind)](self, d)
             try:
                 ms = b.start(timeout=min(60, max(5, self.remaining())))
-                if b.settle_s is not None:
-                    s.info["reporting_settle_s"] = s.info.get("reporting_settle_s", 0.0) + b.settle_s
+                add_settle(s.info, b)
                 s.record("startup.ms", ms)
                 s.log(f"extra start {i + 1}: answered ApiVersions {ms:.1f} ms after exec")
             except StepError as e:
