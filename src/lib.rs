@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod broker;
+pub mod clock;
 pub mod config;
 pub mod controller;
 pub mod dev_cluster;

@@ -52,7 +52,7 @@ fn replica_of(version: i16, req: &FetchRequest) -> i32 {
 fn read_all(ctx: &Ctx<'_>, req: &FetchRequest) -> (Vec<TopicResult>, usize, bool) {
     let broker = ctx.broker;
     let replica = replica_of(ctx.version, req);
-    let now = crate::broker::now_ms();
+    let now = crate::clock::now_ms();
     let committed = req.isolation_level == READ_COMMITTED;
     // KIP-392: Kafka's RackAwareReplicaSelector, when `replica.selector.class` names it,
     // for v11+ consumers that say their rack. Looked up once per pass, not per partition.

@@ -6,7 +6,7 @@ use kafka_protocol::messages::*;
 use std::collections::HashMap;
 
 use super::{sb, Ctx};
-use crate::broker::now_ms;
+use crate::clock::now_ms;
 use crate::error::Error;
 
 pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceResponse> {

@@ -27,7 +27,7 @@ pub async fn describe_quorum(ctx: &Ctx<'_>, req: DescribeQuorumRequest) -> Descr
             return if ctx.version >= 2 { r.with_error_message(Some(sb(e.message()))) } else { r };
         }
     };
-    let now = crate::broker::now_ms();
+    let now = crate::clock::now_ms();
     let voters = info
         .voters
         .iter()

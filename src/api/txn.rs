@@ -236,7 +236,7 @@ pub async fn txn_offset_commit(ctx: &Ctx<'_>, req: TxnOffsetCommitRequest) -> Tx
 }
 
 pub async fn list_transactions(ctx: &Ctx<'_>, req: ListTransactionsRequest) -> ListTransactionsResponse {
-    let now = crate::broker::now_ms();
+    let now = crate::clock::now_ms();
     let states: Vec<String> = req.state_filters.iter().map(|s| s.to_string()).collect();
     let pattern = req.transactional_id_pattern.as_ref().and_then(|p| regex::Regex::new(&format!("^(?:{})$", &**p)).ok());
     let txns = ctx

@@ -17,6 +17,7 @@ use parking_lot::{Mutex, RwLock};
 use tokio::sync::Notify;
 use uuid::Uuid;
 
+use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 use crate::error::{Error, Result};
 use crate::group::classic::GroupConfig;
@@ -27,10 +28,6 @@ use crate::partition::Partition;
 use crate::txn::pid::ProducerIdManager;
 use cluster::Cluster;
 
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
-}
 
 /// A topic as this broker sees it: the controller's view of every partition, and the
 /// partitions this broker hosts (leads or follows).

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{now_ms, Broker, CreateRequest, Topic};
+use super::{Broker, CreateRequest, Topic};
+use crate::clock::now_ms;
 use crate::controller::rpc::{Request, Response};
 use crate::error::{Error, Result};
 use crate::metadata::image::TopicImage;

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
-use crate::broker::now_ms;
+use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 use crate::error::{Error, Result};
 use crate::metadata::image::Image;

@@ -18,7 +18,8 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use crate::broker::{now_ms, Broker};
+use crate::broker::Broker;
+use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::log::records;
 use classic::{Group, GroupConfig, JoinRequest, JoinResponse, Reply, State, SyncResponse, Ticket};

@@ -8,7 +8,8 @@ use bytes::Bytes;
 use super::classic::{Group, State};
 use super::store::{self, ConsumerGroupValue, GroupValue, Key, OffsetValue};
 use super::{Committed, Coordinator, Entry, OFFSETS_TOPIC};
-use crate::broker::{now_ms, Broker};
+use crate::broker::Broker;
+use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::log::records;
 

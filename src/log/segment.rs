@@ -256,7 +256,7 @@ impl Segment {
         if guard.is_none() {
             *guard = Some(Arc::new(OpenOptions::new().read(true).append(true).open(&self.path)?));
         }
-        self.last_used.store(crate::broker::now_ms(), std::sync::atomic::Ordering::Relaxed);
+        self.last_used.store(crate::clock::now_ms(), std::sync::atomic::Ordering::Relaxed);
         Ok(guard.as_ref().expect("just opened").clone())
     }
 

@@ -81,7 +81,7 @@ impl Partition {
             let leo = st.log.log_end_offset();
             st.epochs.assign_on_leadership(ps.leader_epoch, leo);
             // Followers get a full lag allowance from the moment this broker leads.
-            let now = crate::broker::now_ms();
+            let now = crate::clock::now_ms();
             st.followers = ps
                 .replicas
                 .iter()

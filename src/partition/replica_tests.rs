@@ -112,7 +112,7 @@ fn the_high_watermark_waits_for_the_isr_and_never_moves_back() {
 fn lagging_followers_leave_the_isr_and_caught_up_ones_come_back() {
     let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (leader, follower) = (open(d1.path()), open(d2.path()));
-    let now = crate::broker::now_ms();
+    let now = crate::clock::now_ms();
     leader.set_replica_state(&state(1, 0, &[1, 2]), 1);
     follower.set_replica_state(&state(1, 0, &[1, 2]), 2);
     assert_eq!(leader.isr_shrink(now + 1000, 30_000), None);
@@ -156,7 +156,7 @@ fn acks_all_is_refused_before_the_append_when_the_isr_is_too_small() {
 fn a_follower_being_added_to_the_isr_holds_the_high_watermark_at_once() {
     let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (leader, follower) = (open(d1.path()), open(d2.path()));
-    let now = crate::broker::now_ms();
+    let now = crate::clock::now_ms();
     leader.set_replica_state(&state(1, 0, &[1]), 1);
     follower.set_replica_state(&state(1, 0, &[1]), 2);
     leader.append(&batch(1), 1, now).unwrap();

@@ -13,7 +13,7 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use crate::broker::cluster::Cluster;
-use crate::broker::now_ms;
+use crate::clock::now_ms;
 use crate::error::Error;
 use crate::partition::Partition;
 

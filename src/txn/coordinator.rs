@@ -9,7 +9,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
-use crate::broker::{now_ms, Broker, Topic};
+use crate::broker::{Broker, Topic};
+use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::group::store::partition_for;
 use crate::log::records;

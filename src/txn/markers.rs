@@ -9,7 +9,8 @@ use kafka_protocol::messages::write_txn_markers_request::{WritableTxnMarker, Wri
 use kafka_protocol::messages::WriteTxnMarkersRequest;
 use kafka_protocol::protocol::StrBytes;
 
-use crate::broker::{now_ms, Broker};
+use crate::broker::Broker;
+use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::log::{batch, records};
 
