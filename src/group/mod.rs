@@ -187,7 +187,7 @@ impl Coordinator {
         let refs: Vec<(Option<&[u8]>, Option<&[u8]>)> = recs.iter().map(|(k, v)| (Some(k.as_slice()), v.as_deref())).collect();
         let mut b = records::build(&refs, now_ms());
         if let Some((pid, epoch)) = txn {
-            crate::txn::markers::set_producer(&mut b, pid, epoch, crate::log::batch::ATTR_TRANSACTIONAL);
+            crate::log::control::set_producer(&mut b, pid, epoch, crate::log::batch::ATTR_TRANSACTIONAL);
         }
         part.append_internal(&b, now_ms())?;
         Ok(())

@@ -115,7 +115,7 @@ impl Coordinator {
             p.replay(|b| {
                 let Some((h, recs)) = records::parse(b) else { return };
                 if h.is_control() {
-                    let commit = crate::txn::markers::marker_type(b) == Some(true);
+                    let commit = crate::log::control::marker_type(b) == Some(true);
                     for ((g, t, p), v) in txn_pending.remove(&h.producer_id).unwrap_or_default() {
                         if commit {
                             offsets.insert((g, t, p), v);

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use super::batch::{self, BatchHeader, HEADER_LEN};
 use super::compression;
 use crate::error::{Error, Result};
-use crate::txn::producers::Aborted;
+use super::producers::Aborted;
 
 /// Settings that steer compaction, from the topic config.
 #[derive(Debug, Clone)]

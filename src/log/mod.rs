@@ -3,8 +3,10 @@
 pub mod batch;
 pub mod cleaner;
 pub mod compression;
+pub mod control;
 pub mod epochs;
 pub mod index;
+pub mod producers;
 pub mod records;
 pub mod segment;
 

@@ -17,8 +17,8 @@ use uuid::Uuid;
 use crate::error::{Error, Result};
 use crate::log::batch::{self, BatchHeader};
 use crate::log::{Log, LogConfig};
-use crate::txn::markers;
-use crate::txn::producers::{Aborted, Check, ProducerStates};
+use crate::log::control;
+use crate::log::producers::{Aborted, Check, ProducerStates};
 
 /// Settings a partition applies to produce requests, from its topic config.
 #[derive(Debug, Clone, PartialEq)]
@@ -151,7 +151,7 @@ fn load_producers(log: &Log, snapshot: Option<Snapshot>) -> Result<(ProducerStat
     for h in log.headers_from(from)? {
         if h.base_offset >= from {
             let abort = h.is_control()
-                && log.read(h.base_offset, leo, 1 << 16, true).ok().and_then(|r| markers::marker_type(&r.bytes)) == Some(false);
+                && log.read(h.base_offset, leo, 1 << 16, true).ok().and_then(|r| control::marker_type(&r.bytes)) == Some(false);
             replayed.extend(producers.record(&h, abort));
         }
     }
@@ -353,7 +353,7 @@ impl Partition {
             return Err(Error::InvalidProducerEpoch { got: epoch, current: st.producers.producers[&pid].epoch });
         }
         let base_offset = st.log.log_end_offset();
-        let mut bytes = markers::build(pid, epoch, commit, 0, now_ms);
+        let mut bytes = control::build(pid, epoch, commit, 0, now_ms);
         batch::assign_offset(&mut bytes, base_offset, st.leader_epoch);
         let epoch = st.leader_epoch;
         st.epochs.assign(epoch, base_offset)?;

@@ -8,7 +8,7 @@ use super::{load_producers, Partition, State};
 use crate::error::{Error, Result};
 use crate::log::batch::{self, BatchHeader};
 use crate::metadata::records::PartitionState;
-use crate::txn::markers;
+use crate::log::control;
 
 /// The controller's assignment of a partition, seen from this broker.
 #[derive(Debug, Clone)]
@@ -264,7 +264,7 @@ impl Partition {
             let h = batch::validate(bytes)?;
             st.epochs.assign(h.partition_leader_epoch, h.base_offset)?;
             st.log.append(bytes, &h, now_ms)?;
-            let abort = h.is_control() && markers::marker_type(bytes) == Some(false);
+            let abort = h.is_control() && control::marker_type(bytes) == Some(false);
             if let Some(a) = st.producers.record(&h, abort) {
                 st.note_aborted(a)?;
             }

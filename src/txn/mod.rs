@@ -3,5 +3,4 @@
 pub mod coordinator;
 pub mod markers;
 pub mod pid;
-pub mod producers;
 pub mod verify;
