@@ -22,12 +22,13 @@ use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::log::records;
+use crate::metadata::names::coordinator_partition;
 use classic::{Group, GroupConfig, JoinRequest, JoinResponse, Reply, State, SyncResponse, Ticket};
 use consumer::{ConsumerConfig, ConsumerGroup, Heartbeat, HeartbeatReply, Topics};
 use store::{ConsumerGroupValue, GroupValue, Key, MemberValue, OffsetValue};
 
 /// The internal topic holding group state.
-pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+pub use crate::metadata::names::OFFSETS_TOPIC;
 /// Largest offset metadata string accepted (Kafka's `offset.metadata.max.bytes`).
 pub const MAX_METADATA: usize = 4096;
 
@@ -182,7 +183,7 @@ impl Coordinator {
         // Never created here: callers hold the group lock, and creating the topic waits on
         // metadata that takes the same lock. FindCoordinator creates it first, as in Kafka.
         let topic = broker.topic(OFFSETS_TOPIC).ok_or(Error::CoordinatorNotAvailable)?;
-        let p = store::partition_for(group, topic.record.partitions);
+        let p = coordinator_partition(group, topic.record.partitions);
         let part = topic.partition(p).ok_or(Error::CoordinatorNotAvailable)?;
         let refs: Vec<(Option<&[u8]>, Option<&[u8]>)> = recs.iter().map(|(k, v)| (Some(k.as_slice()), v.as_deref())).collect();
         let mut b = records::build(&refs, now_ms());
@@ -388,7 +389,7 @@ impl Coordinator {
 
     /// The `__consumer_offsets` partition that holds `group`.
     pub fn offsets_partition(&self, group: &str) -> i32 {
-        store::partition_for(group, self.offsets_partitions)
+        coordinator_partition(group, self.offsets_partitions)
     }
 
     /// OffsetCommit: validates the member, then stores each offset. The outer error

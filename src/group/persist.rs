@@ -12,6 +12,7 @@ use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::log::records;
+use crate::metadata::names::coordinator_partition;
 
 impl Coordinator {
     /// Expires offsets past `offsets.retention.minutes` and drops groups left with nothing.
@@ -59,7 +60,7 @@ impl Coordinator {
         {
             let mut inner = self.inner.lock();
             inner.groups.retain(|g, _| {
-                let p = store::partition_for(g, n);
+                let p = coordinator_partition(g, n);
                 !lost.contains(&p) && !gained.contains(&p)
             });
         }

@@ -137,16 +137,6 @@ pub fn unhex(s: &str) -> Option<Vec<u8>> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
 }
 
-/// The `__consumer_offsets` partition that holds a group, as Kafka picks it
-/// (Java's String.hashCode, made non-negative, modulo the partition count).
-pub fn partition_for(group: &str, partitions: i32) -> i32 {
-    let mut h: i32 = 0;
-    for c in group.encode_utf16() {
-        h = h.wrapping_mul(31).wrapping_add(c as i32);
-    }
-    ((h & 0x7fff_ffff) % partitions.max(1)) as i32
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,11 +147,5 @@ mod tests {
             assert_eq!(Key::decode(&k.encode()), Some(k));
         }
         assert_eq!(unhex(&hex(&[0, 255, 16])).unwrap(), vec![0, 255, 16]);
-    }
-
-    #[test]
-    fn partition_matches_java_hash() {
-        // "test-group".hashCode() == 627841412 in Java.
-        assert_eq!(partition_for("test-group", 50), 627841412 % 50);
     }
 }

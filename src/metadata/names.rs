@@ -20,9 +20,25 @@ pub fn validate(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The internal topic of group offsets and metadata.
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// The internal topic of transaction state.
+pub const TXN_TOPIC: &str = "__transaction_state";
+
 /// Internal topics Kafka reports with is_internal.
 pub fn is_internal(name: &str) -> bool {
-    name == "__consumer_offsets" || name == "__transaction_state"
+    name == OFFSETS_TOPIC || name == TXN_TOPIC
+}
+
+/// The partition of an internal topic that holds `key` (a group or transactional id),
+/// as Kafka picks it: Java's String.hashCode, made non-negative, modulo the partition count.
+pub fn coordinator_partition(key: &str, partitions: i32) -> i32 {
+    let mut h: i32 = 0;
+    for c in key.encode_utf16() {
+        h = h.wrapping_mul(31).wrapping_add(c as i32);
+    }
+    (h & 0x7fff_ffff) % partitions.max(1)
 }
 
 #[cfg(test)]
@@ -33,5 +49,11 @@ mod tests {
         assert!(super::validate("..").is_err());
         assert!(super::validate("a b").is_err());
         assert!(super::validate(&"x".repeat(250)).is_err());
+    }
+
+    #[test]
+    fn partition_matches_java_hash() {
+        // "test-group".hashCode() == 627841412 in Java.
+        assert_eq!(super::coordinator_partition("test-group", 50), 627841412 % 50);
     }
 }

@@ -12,11 +12,11 @@ use serde::{Deserialize, Serialize};
 use crate::broker::{Broker, Topic};
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
-use crate::group::store::partition_for;
+use crate::metadata::names::coordinator_partition;
 use crate::log::records;
 
 /// The internal topic holding transaction state.
-pub const TXN_TOPIC: &str = "__transaction_state";
+pub use crate::metadata::names::TXN_TOPIC;
 
 /// How long one attempt at writing a transaction's markers keeps retrying; the
 /// coordinator's tick starts another while the transaction stays prepared.
@@ -108,7 +108,7 @@ impl TxnCoordinator {
 
     /// The `__transaction_state` partition that holds `id`.
     pub fn partition_of(&self, id: &str) -> i32 {
-        partition_for(id, self.config.partitions)
+        coordinator_partition(id, self.config.partitions)
     }
 
     /// `__transaction_state`, created on first use as Kafka does.
