@@ -5,6 +5,7 @@
 pub mod api;
 pub mod broker;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod controller;
 pub mod dev_cluster;

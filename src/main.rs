@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 
-use sluice::broker::cluster::Cluster;
+use sluice::cluster::Cluster;
 use sluice::broker::{Broker, Identity};
 use sluice::config::{self, BrokerConfig};
 

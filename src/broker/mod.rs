@@ -1,8 +1,6 @@
 //! The broker's shared state: configuration, metadata, and the partitions it hosts.
 
-pub mod cluster;
 mod configs;
-pub mod peer;
 mod reconcile;
 mod topics;
 
@@ -26,7 +24,7 @@ use crate::metadata::records::PartitionState;
 use crate::metadata::TopicRecord;
 use crate::partition::Partition;
 use crate::txn::pid::ProducerIdManager;
-use cluster::Cluster;
+use crate::cluster::{peer, Cluster};
 
 
 /// A topic as this broker sees it: the controller's view of every partition, and the

@@ -12,7 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use crate::broker::cluster::Cluster;
+use crate::cluster::Cluster;
 use crate::clock::now_ms;
 use crate::error::Error;
 use crate::partition::Partition;

@@ -16,6 +16,8 @@ use crate::controller::{net, Controller};
 use crate::error::{Error, Result};
 use crate::metadata::image::Image;
 
+pub mod peer;
+
 /// How this node reaches the controller and sees the metadata.
 pub struct Cluster {
     pub node_id: i32,
