@@ -7,9 +7,12 @@
 //! response around them is encoded here, by hand, for every version (v4–v18);
 //! a test checks it byte for byte against the `kafka-protocol` encoder.
 
+use std::sync::Arc;
+
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::fetch_response::{self, AbortedTransaction, FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::*;
+use tokio::sync::Notify;
 
 use super::{Chunk, Ctx};
 use crate::error::Error;
@@ -49,7 +52,8 @@ fn replica_of(version: i16, req: &FetchRequest) -> i32 {
 }
 
 /// One pass over the requested partitions. Returns the results and the bytes found.
-fn read_all(ctx: &Ctx<'_>, req: &FetchRequest) -> (Vec<TopicResult>, usize, bool) {
+/// With `waiter`, each partition read is told to wake it when it changes.
+fn read_all(ctx: &Ctx<'_>, req: &FetchRequest, waiter: Option<&Arc<Notify>>) -> (Vec<TopicResult>, usize, bool) {
     let broker = ctx.broker;
     let replica = replica_of(ctx.version, req);
     let now = crate::clock::now_ms();
@@ -76,6 +80,9 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest) -> (Vec<TopicResult>, usize, bool
             let mut preferred = -1;
             let result = topic.as_ref().map_err(Clone::clone).and_then(|t| {
                 let p = t.get(fp.partition)?;
+                if let Some(w) = waiter {
+                    p.watch(w);
+                }
                 let max = (fp.partition_max_bytes.max(0) as usize).min(remaining);
                 if ctx.version >= 12 && fp.last_fetched_epoch >= 0 {
                     // The fetcher's log ends in an epoch: if ours ends that epoch sooner (or
@@ -162,17 +169,17 @@ async fn collect(ctx: &Ctx<'_>, req: &FetchRequest) -> Result<Vec<TopicResult>, 
         return Err(Error::FetchSessionIdNotFound(req.session_id).code());
     }
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(req.max_wait_ms.max(0) as u64);
+    // Only a fetch that may wait registers with the partitions it reads.
+    let waiter = (req.max_wait_ms > 0 && req.min_bytes > 0).then(|| Arc::new(Notify::new()));
     loop {
-        // Register for wake-ups before reading, so an append in between is not missed.
-        let notified = ctx.broker.appended.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        let (topics, bytes, any_error) = read_all(ctx, req);
+        // Registered before reading (inside the pass), so a change in between is kept.
+        let (topics, bytes, any_error) = read_all(ctx, req, waiter.as_ref());
         if bytes >= req.min_bytes.max(0) as usize || any_error || tokio::time::Instant::now() >= deadline {
             return Ok(topics);
         }
+        let Some(w) = &waiter else { return Ok(topics) };
         tokio::select! {
-            _ = &mut notified => {}
+            _ = w.notified() => {}
             _ = tokio::time::sleep_until(deadline) => {}
         }
     }

@@ -8,12 +8,12 @@ use std::collections::HashMap;
 use super::{sb, Ctx};
 use crate::clock::now_ms;
 use crate::error::Error;
+use crate::partition::ReplicaManager;
 
 pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceResponse> {
     let broker = ctx.broker;
     let acks = req.acks;
     let now = now_ms();
-    let mut appended = false;
     let mut responses = Vec::with_capacity(req.topic_data.len());
     // acks=all: (topic index, partition index, partition, last offset) to wait for.
     let mut waits = Vec::new();
@@ -45,7 +45,6 @@ pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceRespons
                 let r = PartitionProduceResponse::default().with_index(pd.index);
                 match result {
                     Ok(info) => {
-                        appended = true;
                         r.with_base_offset(info.base_offset)
                             .with_log_append_time_ms(info.log_append_time)
                             .with_log_start_offset(info.log_start_offset)
@@ -83,16 +82,12 @@ pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceRespons
             TopicProduceResponse::default().with_name(td.name).with_topic_id(td.topic_id).with_partition_responses(partition_responses),
         );
     }
-    if appended {
-        broker.appended.notify_waiters();
-    }
     // The delayed part of acks=all: every wait shares the request's deadline.
     let timeout = std::time::Duration::from_millis(req.timeout_ms.max(0) as u64);
-    let deadline = tokio::time::Instant::now() + timeout;
-    for (ti, pi, p, last) in waits {
-        let min_isr = p.with_state(|s| s.append_config.min_insync_replicas).max(1) as usize;
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        if let Err(e) = p.wait_replicated(last, min_isr, left).await {
+    let pending: Vec<_> = waits.iter().map(|(_, _, p, last)| (p.clone(), *last)).collect();
+    let results = ReplicaManager::await_replication(&pending, timeout).await;
+    for ((ti, pi, _, _), result) in waits.into_iter().zip(results) {
+        if let Err(e) = result {
             let r = &mut responses[ti].partition_responses[pi];
             r.error_code = e.code();
             r.base_offset = -1;

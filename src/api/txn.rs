@@ -303,7 +303,7 @@ pub async fn describe_producers(ctx: &Ctx<'_>, req: DescribeProducersRequest) ->
                 .iter()
                 .map(|&i| {
                     let r = PartitionResponse::default().with_partition_index(i);
-                    match ctx.broker.partition(&t.name.0, i) {
+                    match ctx.broker.replicas.partition(&t.name.0, i) {
                         None => r.with_error_code(Error::UnknownTopicOrPartition.code()),
                         Some(p) => r.with_active_producers(p.with_state(|s| {
                             s.producers

@@ -7,62 +7,22 @@ mod topics;
 pub use crate::controller::rpc::CreateRequest;
 pub use configs::{AlterOp, ConfigEntry};
 
-use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
-use tokio::sync::Notify;
 use uuid::Uuid;
 
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
-use crate::error::{Error, Result};
+
 use crate::group::classic::GroupConfig;
 use crate::group::Coordinator;
-use crate::metadata::records::PartitionState;
-use crate::metadata::TopicRecord;
-use crate::partition::Partition;
+pub use crate::partition::Topic;
+use crate::partition::ReplicaManager;
 use crate::txn::pid::ProducerIdManager;
 use crate::cluster::{peer, Cluster};
 
-
-/// A topic as this broker sees it: the controller's view of every partition, and the
-/// partitions this broker hosts (leads or follows).
-pub struct Topic {
-    pub record: TopicRecord,
-    pub states: Vec<PartitionState>,
-    slots: Vec<Option<Arc<Partition>>>,
-}
-
-impl Topic {
-    /// Partition `i` if this broker hosts it.
-    pub fn partition(&self, i: i32) -> Option<&Arc<Partition>> {
-        self.slots.get(usize::try_from(i).ok()?)?.as_ref()
-    }
-
-    /// Partition `i`, or the error a client gets: it doesn't exist, or it lives elsewhere.
-    pub fn get(&self, i: i32) -> Result<&Arc<Partition>> {
-        if i < 0 || i >= self.record.partitions {
-            return Err(Error::UnknownTopicOrPartition);
-        }
-        self.partition(i).ok_or(Error::NotLeaderOrFollower)
-    }
-
-    /// The partitions hosted here.
-    pub fn local(&self) -> impl Iterator<Item = &Arc<Partition>> {
-        self.slots.iter().flatten()
-    }
-
-    /// For a coordinator that owns the partitions it leads: (led now, gained, lost)
-    /// against `owned`, or None when nothing changed.
-    pub fn leadership_change(&self, owned: &HashSet<i32>) -> Option<(HashSet<i32>, HashSet<i32>, HashSet<i32>)> {
-        let led: HashSet<i32> = self.local().filter(|p| p.is_leader()).map(|p| p.index).collect();
-        let gained: HashSet<i32> = led.difference(owned).copied().collect();
-        let lost: HashSet<i32> = owned.difference(&led).copied().collect();
-        (!gained.is_empty() || !lost.is_empty()).then_some((led, gained, lost))
-    }
-}
 
 /// How this broker is reached and identified.
 #[derive(Debug, Clone)]
@@ -73,21 +33,6 @@ pub struct Identity {
     pub data_dir: PathBuf,
 }
 
-/// The topics this broker knows, by name and by id (Produce v13+ and Fetch v13+ name
-/// topics by id, once per topic per request).
-#[derive(Default)]
-struct TopicMap {
-    by_name: HashMap<String, Arc<Topic>>,
-    by_id: HashMap<Uuid, Arc<Topic>>,
-}
-
-impl TopicMap {
-    fn new(by_name: HashMap<String, Arc<Topic>>) -> Self {
-        let by_id = by_name.values().map(|t| (t.record.id, t.clone())).collect();
-        TopicMap { by_name, by_id }
-    }
-}
-
 /// Everything the request handlers share.
 pub struct Broker {
     pub identity: Identity,
@@ -95,11 +40,10 @@ pub struct Broker {
     /// The controller, the metadata image, and this broker's membership.
     pub cluster: Arc<Cluster>,
     config: RwLock<BrokerConfig>,
-    topics: RwLock<TopicMap>,
+    /// The partitions hosted here.
+    pub replicas: ReplicaManager,
     /// Serializes reconciliation with the metadata image.
     reconciling: Mutex<()>,
-    /// Woken on every append, so long-polling fetches return without polling.
-    pub appended: Notify,
     pub producer_ids: ProducerIdManager,
     /// The group coordinator.
     pub groups: Coordinator,
@@ -157,17 +101,16 @@ impl Broker {
             cluster_id,
             cluster,
             config: RwLock::new(config),
-            topics: RwLock::new(TopicMap::default()),
+            replicas: ReplicaManager::default(),
             reconciling: Mutex::new(()),
             replication: Default::default(),
-            appended: Notify::new(),
             peers: Default::default(),
         };
         // Reconciling also loads the group and transaction state of the partitions led here.
         broker.reconcile(clean);
         if clean {
             std::fs::remove_file(&marker)?;
-        } else if !broker.topics.read().by_name.is_empty() {
+        } else if !broker.replicas.is_empty() {
             tracing::info!("no clean-shutdown marker: recovered the active segment of every partition");
         }
         Ok(Arc::new(broker))
@@ -184,24 +127,17 @@ impl Broker {
 
     /// A topic by name.
     pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
-        self.topics.read().by_name.get(name).cloned()
+        self.replicas.topic(name)
     }
 
     /// A topic by id.
     pub fn topic_by_id(&self, id: Uuid) -> Option<Arc<Topic>> {
-        self.topics.read().by_id.get(&id).cloned()
+        self.replicas.topic_by_id(id)
     }
 
     /// Every topic, sorted by name.
     pub fn all_topics(&self) -> Vec<Arc<Topic>> {
-        let mut v: Vec<_> = self.topics.read().by_name.values().cloned().collect();
-        v.sort_by(|a, b| a.record.name.cmp(&b.record.name));
-        v
-    }
-
-    /// A partition by topic name and index.
-    pub fn partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
-        self.topic(topic)?.partition(index).cloned()
+        self.replicas.all_topics()
     }
 
     /// Periodic work: flush by `flush.ms`, retention, producer-state snapshots.

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Broker, Topic, TopicMap};
+use super::{Broker, Topic};
 use crate::metadata::image::TopicImage;
 use crate::metadata::TopicRecord;
 
@@ -20,7 +20,7 @@ impl Broker {
             cfg.dynamic_set = img.broker_configs.clone();
             changed
         };
-        let current = self.topics.read().by_name.clone();
+        let current = self.replicas.by_name();
         let mut next: HashMap<String, Arc<Topic>> = HashMap::with_capacity(img.topics.len());
         for t in img.topics.values() {
             let old = current.get(&t.name).filter(|o| o.record.id == t.id);
@@ -39,7 +39,7 @@ impl Broker {
                 Some(n) => gone.extend(old.local().filter(|p| n.partition(p.index).is_none()).cloned()),
             }
         }
-        *self.topics.write() = TopicMap::new(next);
+        self.replicas.replace(next);
         for p in gone {
             self.remove_partition_files(&p.topic, p.index, p.topic_id);
         }
@@ -73,7 +73,7 @@ impl Broker {
             };
             slots.push(slot);
         }
-        Topic { record, states: t.partitions.clone(), slots }
+        Topic::new(record, t.partitions.clone(), slots)
     }
 
     fn remove_partition_files(&self, topic: &str, index: i32, id: uuid::Uuid) {

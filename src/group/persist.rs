@@ -82,8 +82,6 @@ impl Coordinator {
         if leo == 0 || p.high_watermark() >= leo {
             return Ok(());
         }
-        // Followers long-poll; wake them for the new records.
-        broker.appended.notify_waiters();
         p.wait_replicated(leo - 1, 1, std::time::Duration::from_secs(10)).await
     }
 

@@ -3,11 +3,16 @@
 //! replication adds: followers' progress on the leader, the follower's own appends
 //! and truncation.
 
+mod manager;
 mod replica;
 #[cfg(test)]
 mod replica_tests;
+mod topic;
+pub mod watchers;
 
+pub use manager::ReplicaManager;
 pub use replica::{IsrChange, ReplicaSet};
+pub use topic::Topic;
 
 use std::path::Path;
 
@@ -128,6 +133,8 @@ pub struct Partition {
     state: Mutex<State>,
     /// Woken whenever the high watermark moves or leadership changes (acks=all waits on it).
     hw_moved: tokio::sync::Notify,
+    /// Fetches waiting for this partition's log, high watermark or leadership to change.
+    watchers: watchers::Watchers,
 }
 
 /// File with the producer state snapshot, in the partition directory.
@@ -201,7 +208,19 @@ impl Partition {
         }
         // Replaying opened the segment files; an idle partition holds no handles.
         state.log.close_idle_files(i64::MAX, 0);
-        Ok(Partition { topic: topic.to_string(), index, topic_id, state: Mutex::new(state), hw_moved: tokio::sync::Notify::new() })
+        Ok(Partition { topic: topic.to_string(), index, topic_id, state: Mutex::new(state), hw_moved: tokio::sync::Notify::new(), watchers: Default::default() })
+    }
+
+    /// After the leader's log grew: the high watermark may move, and the fetches waiting
+    /// here (followers, for the new batch) wake. Every leader append ends here.
+    fn leader_appended(&self, st: &mut State) {
+        self.advance_hw(st);
+        self.watchers.wake();
+    }
+
+    /// Registers a fetch that waits for this partition to change (see [`watchers::Watchers::watch`]).
+    pub fn watch(&self, waiter: &std::sync::Arc<tokio::sync::Notify>) {
+        self.watchers.watch(waiter);
     }
 
     /// Runs `f` with the partition's state locked.
@@ -274,7 +293,7 @@ impl Partition {
             (h, -1)
         };
         st.producers.record(&h, false);
-        self.advance_hw(&mut st);
+        self.leader_appended(&mut st);
         Ok(AppendInfo { base_offset, last_offset: h.last_offset(), log_append_time, log_start_offset: st.log.log_start_offset() })
     }
 
@@ -290,7 +309,7 @@ impl Partition {
         let h = batch::validate(&bytes)?;
         st.log.append(&bytes, &h, now_ms)?;
         st.producers.record(&h, false);
-        self.advance_hw(&mut st);
+        self.leader_appended(&mut st);
         Ok(base_offset)
     }
 
@@ -362,7 +381,7 @@ impl Partition {
         if let Some(a) = st.producers.record(&h, !commit) {
             st.note_aborted(a)?;
         }
-        self.advance_hw(&mut st);
+        self.leader_appended(&mut st);
         Ok(base_offset)
     }
 

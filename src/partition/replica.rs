@@ -98,6 +98,8 @@ impl Partition {
             self.advance_hw(&mut st);
         }
         self.hw_moved.notify_waiters();
+        // A fetch waiting here learns of the new leader (or its own NOT_LEADER) at once.
+        self.watchers.wake();
     }
 
     /// Checks a client's idea of the current leader epoch (-1: no idea) against this
@@ -131,6 +133,8 @@ impl Partition {
         if hw > st.high_watermark {
             st.high_watermark = hw;
             self.hw_moved.notify_waiters();
+            // Consumers read up to the high watermark: what it now covers is theirs.
+            self.watchers.wake();
         }
     }
 
@@ -277,7 +281,12 @@ impl Partition {
     pub fn set_follower_hw(&self, hw: i64) {
         let mut st = self.state.lock();
         if !st.replicas.is_leader() {
-            st.high_watermark = hw.min(st.log.log_end_offset()).max(0);
+            let hw = hw.min(st.log.log_end_offset()).max(0);
+            if hw != st.high_watermark {
+                st.high_watermark = hw;
+                // Consumers reading from this follower (KIP-392) see up to its HW.
+                self.watchers.wake();
+            }
         }
     }
 

@@ -156,7 +156,6 @@ impl TxnCoordinator {
         if leo == 0 || p.high_watermark() >= leo {
             return Ok(());
         }
-        broker.appended.notify_waiters();
         p.wait_replicated(leo - 1, 1, std::time::Duration::from_secs(10)).await.map_err(|e| match e {
             Error::NotLeaderOrFollower => Error::NotCoordinator,
             e => e,

@@ -26,7 +26,6 @@ pub async fn write_local(broker: &Broker, topic: &str, partition: i32, pid: i64,
     if topic == crate::group::OFFSETS_TOPIC {
         broker.groups.complete_txn(pid, commit);
     }
-    broker.appended.notify_waiters();
     p.wait_replicated(offset, 1, Duration::from_secs(10)).await
 }
 
