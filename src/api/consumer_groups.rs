@@ -40,8 +40,8 @@ pub async fn heartbeat(ctx: &Ctx<'_>, req: ConsumerGroupHeartbeatRequest) -> Con
     match ctx
         .broker
         .groups
-        .check_coordinator(ctx.broker, &req.group_id.0)
-        .and_then(|_| ctx.broker.groups.consumer_heartbeat(ctx.broker, &req.group_id.0, hb))
+        .check_coordinator(&**ctx.broker, &req.group_id.0)
+        .and_then(|_| ctx.broker.groups.consumer_heartbeat(&**ctx.broker, &req.group_id.0, hb))
     {
         Ok(r) => {
             let assignment = r.assignment.map(|set| {
@@ -82,7 +82,7 @@ pub async fn describe(ctx: &Ctx<'_>, req: ConsumerGroupDescribeRequest) -> Consu
         .into_iter()
         .map(|gid| {
             let d = DescribedGroup::default().with_group_id(gid.clone()).with_authorized_operations(i32::MIN);
-            match ctx.broker.groups.check_coordinator(ctx.broker, &gid.0).and_then(|_| ctx.broker.groups.consumer_describe(&gid.0)) {
+            match ctx.broker.groups.check_coordinator(&**ctx.broker, &gid.0).and_then(|_| ctx.broker.groups.consumer_describe(&gid.0)) {
                 Err(e) => d.with_error_code(e.code()).with_error_message(Some(sb(e.message()))).with_group_state(sb("Dead")),
                 Ok(g) => {
                     let members = describe_members(&g)

@@ -96,7 +96,7 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest, waiter: Option<&Arc<Notify>>) -> 
                 if replica >= 0 {
                     // Its progress first, so the answer carries the high watermark it moved.
                     if let Some(change) = p.follower_fetched(replica, fp.fetch_offset, now) {
-                        broker.request_isr_change(p.clone(), change);
+                        broker.replication.request_isr_change(p.clone(), change);
                     }
                     return p.fetch_slice_for_follower(fp.fetch_offset, max, min_one, fp.current_leader_epoch);
                 }

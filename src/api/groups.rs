@@ -23,7 +23,7 @@ pub async fn join_group(ctx: &Ctx<'_>, req: JoinGroupRequest) -> JoinGroupRespon
             .with_generation_id(-1)
             .with_member_id(req.member_id);
     }
-    if let Err(e) = ctx.broker.groups.check_coordinator(ctx.broker, &req.group_id.0) {
+    if let Err(e) = ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0) {
         return JoinGroupResponse::default().with_error_code(e.code()).with_generation_id(-1).with_member_id(req.member_id);
     }
     let jr = JoinRequest {
@@ -39,7 +39,7 @@ pub async fn join_group(ctx: &Ctx<'_>, req: JoinGroupRequest) -> JoinGroupRespon
         require_known_member_id: v >= 4,
         version: v,
     };
-    let r = ctx.broker.groups.join(ctx.broker, &req.group_id.0, jr).await;
+    let r = ctx.broker.groups.join(&**ctx.broker, &req.group_id.0, jr).await;
     let members = r
         .members
         .into_iter()
@@ -69,7 +69,7 @@ pub async fn join_group(ctx: &Ctx<'_>, req: JoinGroupRequest) -> JoinGroupRespon
 
 pub async fn sync_group(ctx: &Ctx<'_>, req: SyncGroupRequest) -> SyncGroupResponse {
     let v = ctx.version;
-    if let Err(e) = ctx.broker.groups.check_coordinator(ctx.broker, &req.group_id.0) {
+    if let Err(e) = ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0) {
         return SyncGroupResponse::default().with_error_code(e.code());
     }
     let assignments = req.assignments.iter().map(|a| (a.member_id.to_string(), a.assignment.clone())).collect();
@@ -77,7 +77,7 @@ pub async fn sync_group(ctx: &Ctx<'_>, req: SyncGroupRequest) -> SyncGroupRespon
         .broker
         .groups
         .sync(
-            ctx.broker,
+            &**ctx.broker,
             &req.group_id.0,
             &req.member_id,
             req.group_instance_id.as_deref(),
@@ -88,7 +88,7 @@ pub async fn sync_group(ctx: &Ctx<'_>, req: SyncGroupRequest) -> SyncGroupRespon
         )
         .await;
     // The group's new assignment is stored before anyone is told it.
-    let stored = ctx.broker.groups.wait_durable(ctx.broker, &req.group_id.0).await;
+    let stored = ctx.broker.groups.wait_durable(&**ctx.broker, &req.group_id.0).await;
     let error = if r.error.is_none() { stored.err() } else { r.error };
     let resp = SyncGroupResponse::default().with_error_code(code(&error)).with_assignment(r.assignment);
     if v >= 5 {
@@ -100,7 +100,7 @@ pub async fn sync_group(ctx: &Ctx<'_>, req: SyncGroupRequest) -> SyncGroupRespon
 
 pub async fn heartbeat(ctx: &Ctx<'_>, req: HeartbeatRequest) -> HeartbeatResponse {
     let r =
-        ctx.broker.groups.check_coordinator(ctx.broker, &req.group_id.0).and_then(|_| {
+        ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0).and_then(|_| {
             ctx.broker.groups.heartbeat(&req.group_id.0, &req.member_id, req.group_instance_id.as_deref(), req.generation_id)
         });
     HeartbeatResponse::default().with_error_code(r.err().map_or(0, |e| e.code()))
@@ -108,18 +108,18 @@ pub async fn heartbeat(ctx: &Ctx<'_>, req: HeartbeatRequest) -> HeartbeatRespons
 
 pub async fn leave_group(ctx: &Ctx<'_>, req: LeaveGroupRequest) -> LeaveGroupResponse {
     let groups = &ctx.broker.groups;
-    if let Err(e) = groups.check_coordinator(ctx.broker, &req.group_id.0) {
+    if let Err(e) = groups.check_coordinator(&**ctx.broker, &req.group_id.0) {
         return LeaveGroupResponse::default().with_error_code(e.code());
     }
     if ctx.version < 3 {
-        let r = groups.leave(ctx.broker, &req.group_id.0, &req.member_id, None);
+        let r = groups.leave(&**ctx.broker, &req.group_id.0, &req.member_id, None);
         return LeaveGroupResponse::default().with_error_code(r.err().map_or(0, |e| e.code()));
     }
     let members: Vec<MemberResponse> = req
         .members
         .iter()
         .map(|m| {
-            let r = groups.leave(ctx.broker, &req.group_id.0, &m.member_id, m.group_instance_id.as_deref());
+            let r = groups.leave(&**ctx.broker, &req.group_id.0, &m.member_id, m.group_instance_id.as_deref());
             MemberResponse::default()
                 .with_member_id(m.member_id.clone())
                 .with_group_instance_id(m.group_instance_id.clone())
@@ -161,7 +161,7 @@ pub async fn describe_groups(ctx: &Ctx<'_>, req: DescribeGroupsRequest) -> Descr
         .map(|gid| {
             let g = DescribedGroup::default().with_group_id(gid.clone());
             let g = if v >= 3 { g.with_authorized_operations(i32::MIN) } else { g };
-            if let Err(e) = ctx.broker.groups.check_coordinator(ctx.broker, &gid.0) {
+            if let Err(e) = ctx.broker.groups.check_coordinator(&**ctx.broker, &gid.0) {
                 return g.with_error_code(e.code()).with_group_state(sb("Dead"));
             }
             if ctx.broker.groups.consumer_describe(&gid.0).is_ok() {
@@ -206,7 +206,7 @@ pub async fn delete_groups(ctx: &Ctx<'_>, req: DeleteGroupsRequest) -> DeleteGro
         .into_iter()
         .map(|gid| {
             let r =
-                ctx.broker.groups.check_coordinator(ctx.broker, &gid.0).and_then(|_| ctx.broker.groups.delete_group(ctx.broker, &gid.0));
+                ctx.broker.groups.check_coordinator(&**ctx.broker, &gid.0).and_then(|_| ctx.broker.groups.delete_group(&**ctx.broker, &gid.0));
             delete_groups_response::DeletableGroupResult::default().with_group_id(gid).with_error_code(r.err().map_or(0, |e| e.code()))
         })
         .collect();

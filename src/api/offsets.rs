@@ -26,9 +26,9 @@ pub async fn offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> OffsetCom
             })
         })
         .collect();
-    let results: Vec<(CommitItem, i16)> = match ctx.broker.groups.check_coordinator(ctx.broker, &req.group_id.0).and_then(|_| {
+    let results: Vec<(CommitItem, i16)> = match ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0).and_then(|_| {
         ctx.broker.groups.commit(
-            ctx.broker,
+            &**ctx.broker,
             &req.group_id.0,
             &req.member_id,
             req.group_instance_id.as_deref(),
@@ -39,7 +39,7 @@ pub async fn offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> OffsetCom
         Ok(rs) => rs.into_iter().map(|(it, r)| (it, r.err().map_or(0, |e| e.code()))).collect(),
         Err(e) => items.into_iter().map(|it| (it, e.code())).collect(),
     };
-    let durable = ctx.broker.groups.wait_durable(ctx.broker, &req.group_id.0).await;
+    let durable = ctx.broker.groups.wait_durable(&**ctx.broker, &req.group_id.0).await;
     let results: Vec<(CommitItem, i16)> = match durable {
         Ok(()) => results,
         Err(e) => results.into_iter().map(|(it, code)| (it, if code == 0 { e.code() } else { code })).collect(),
@@ -80,7 +80,7 @@ pub async fn offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> OffsetFetch
             .groups
             .into_iter()
             .map(|g| {
-                if let Err(e) = groups.check_coordinator(ctx.broker, &g.group_id.0) {
+                if let Err(e) = groups.check_coordinator(&**ctx.broker, &g.group_id.0) {
                     return OffsetFetchResponseGroup::default().with_group_id(g.group_id).with_error_code(e.code());
                 }
                 let wanted = g.topics.map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
@@ -109,7 +109,7 @@ pub async fn offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> OffsetFetch
             .collect();
         return OffsetFetchResponse::default().with_groups(out);
     }
-    if let Err(e) = groups.check_coordinator(ctx.broker, &req.group_id.0) {
+    if let Err(e) = groups.check_coordinator(&**ctx.broker, &req.group_id.0) {
         if v >= 2 {
             return OffsetFetchResponse::default().with_error_code(e.code());
         }
@@ -163,8 +163,8 @@ pub async fn offset_delete(ctx: &Ctx<'_>, req: OffsetDeleteRequest) -> OffsetDel
     match ctx
         .broker
         .groups
-        .check_coordinator(ctx.broker, &req.group_id.0)
-        .and_then(|_| ctx.broker.groups.delete_offsets(ctx.broker, &req.group_id.0, topics))
+        .check_coordinator(&**ctx.broker, &req.group_id.0)
+        .and_then(|_| ctx.broker.groups.delete_offsets(&**ctx.broker, &req.group_id.0, topics))
     {
         Err(e) => OffsetDeleteResponse::default().with_error_code(e.code()),
         Ok(rs) => OffsetDeleteResponse::default().with_topics(

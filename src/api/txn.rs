@@ -200,9 +200,9 @@ pub async fn txn_offset_commit(ctx: &Ctx<'_>, req: TxnOffsetCommitRequest) -> Tx
             return TxnOffsetCommitResponse::default().with_topics(topics);
         }
     }
-    let result = ctx.broker.groups.check_coordinator(ctx.broker, &req.group_id.0).and_then(|_| {
+    let result = ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0).and_then(|_| {
         ctx.broker.groups.txn_commit(
-            ctx.broker,
+            &**ctx.broker,
             &req.group_id.0,
             req.producer_id.0,
             req.producer_epoch,
@@ -219,7 +219,7 @@ pub async fn txn_offset_commit(ctx: &Ctx<'_>, req: TxnOffsetCommitRequest) -> Tx
             items.into_iter().map(|it| (it, c)).collect()
         }
     };
-    let durable = ctx.broker.groups.wait_durable(ctx.broker, &req.group_id.0).await;
+    let durable = ctx.broker.groups.wait_durable(&**ctx.broker, &req.group_id.0).await;
     let results: Vec<(CommitItem, i16)> = match durable {
         Ok(()) => results,
         Err(e) => results.into_iter().map(|(it, code)| (it, if code == 0 { e.code() } else { code })).collect(),

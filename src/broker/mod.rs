@@ -93,6 +93,7 @@ impl Broker {
             max_timeout_ms: config.get_i64("transaction.max.timeout.ms").clamp(1, i32::MAX as i64) as i32,
             partitions: config.get_i64("transaction.state.log.num.partitions").clamp(1, 10_000) as i32,
         });
+        let replication = crate::replication::Replication::new(identity.node_id, cluster.clone());
         let broker = Broker {
             groups,
             txns,
@@ -103,7 +104,7 @@ impl Broker {
             config: RwLock::new(config),
             replicas: ReplicaManager::default(),
             reconciling: Mutex::new(()),
-            replication: Default::default(),
+            replication,
             peers: Default::default(),
         };
         // Reconciling also loads the group and transaction state of the partitions led here.
@@ -152,9 +153,10 @@ impl Broker {
         loop {
             tokio::select! {
                 _ = group_tick.tick() => {
-                    self.groups.tick(&self);
+                    self.groups.tick(&*self);
                     self.txns.tick(&self);
-                    self.shrink_lagging_isrs(now_ms());
+                    let lag = self.config().get_i64("replica.lag.time.max.ms");
+                    self.replication.shrink_lagging_isrs(&self.all_topics(), now_ms(), lag);
                     continue;
                 }
                 _ = shutdown.changed() => return,
@@ -162,7 +164,7 @@ impl Broker {
             }
             if now_ms() - last_offset_expiry >= self.config().get_i64("offsets.retention.check.interval.ms") {
                 last_offset_expiry = now_ms();
-                self.groups.expire_offsets(&self);
+                self.groups.expire_offsets(&*self);
             }
             if now_ms() - last_clean >= self.config().get_i64("log.cleaner.backoff.ms") {
                 last_clean = now_ms();

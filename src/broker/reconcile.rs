@@ -43,7 +43,13 @@ impl Broker {
         for p in gone {
             self.remove_partition_files(&p.topic, p.index, p.topic_id);
         }
-        self.update_fetchers();
+        let cfg = self.config();
+        let settings = crate::replication::Settings {
+            me,
+            wait_ms: cfg.get_i64("replica.fetch.wait.max.ms").clamp(0, 60_000) as i32,
+            partition_max_bytes: cfg.get_i64("replica.fetch.max.bytes").clamp(1024, i32::MAX as i64) as i32,
+        };
+        self.replication.update_fetchers(&self.all_topics(), settings);
         self.groups.sync_ownership(self);
         self.txns.sync_ownership(self);
     }

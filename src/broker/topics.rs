@@ -148,3 +148,13 @@ impl Broker {
         }
     }
 }
+
+impl crate::partition::InternalPartitions for Broker {
+    fn replicas(&self) -> &crate::partition::ReplicaManager {
+        &self.replicas
+    }
+
+    fn ensure_internal_topic(&self, name: &str, partitions: i32) -> Result<Arc<Topic>> {
+        Broker::ensure_internal_topic(self, name, partitions)
+    }
+}

@@ -18,7 +18,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use crate::broker::Broker;
+use crate::partition::InternalPartitions;
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::log::records;
@@ -61,8 +61,8 @@ impl Entry {
 }
 
 /// Topic names to ids and partition counts, as consumer groups see them.
-fn topics_view(broker: &Broker) -> Topics {
-    broker.all_topics().iter().map(|t| (t.record.name.clone(), (t.record.id, t.record.partitions))).collect()
+fn topics_view(host: &dyn InternalPartitions) -> Topics {
+    host.replicas().all_topics().iter().map(|t| (t.record.name.clone(), (t.record.id, t.record.partitions))).collect()
 }
 
 #[derive(Default)]
@@ -109,14 +109,14 @@ pub struct Description {
 /// to write, and the accepted offsets as (topic, partition, offset).
 type OffsetRecords = (Vec<(CommitItem, Result<()>)>, Vec<(Vec<u8>, Option<Vec<u8>>)>, Vec<(String, i32, Committed)>);
 
-fn offset_records(broker: &Broker, group_id: &str, items: Vec<CommitItem>, now: i64) -> OffsetRecords {
+fn offset_records(host: &dyn InternalPartitions, group_id: &str, items: Vec<CommitItem>, now: i64) -> OffsetRecords {
     let mut results = Vec::with_capacity(items.len());
     let mut recs = Vec::new();
     let mut accepted = Vec::new();
     for it in items {
         let check = if it.metadata.as_ref().is_some_and(|m| m.len() > MAX_METADATA) {
             Err(Error::OffsetMetadataTooLarge)
-        } else if broker.topic(&it.topic).is_none_or(|t| it.partition < 0 || it.partition >= t.record.partitions) {
+        } else if host.replicas().topic(&it.topic).is_none_or(|t| it.partition < 0 || it.partition >= t.record.partitions) {
             Err(Error::UnknownTopicOrPartition)
         } else {
             Ok(())
@@ -171,18 +171,18 @@ impl Coordinator {
     }
 
     /// Appends records for `group` to its `__consumer_offsets` partition.
-    fn write(&self, broker: &Broker, group: &str, recs: &[(Vec<u8>, Option<Vec<u8>>)]) -> Result<()> {
-        self.write_as(broker, group, recs, None)
+    fn write(&self, host: &dyn InternalPartitions, group: &str, recs: &[(Vec<u8>, Option<Vec<u8>>)]) -> Result<()> {
+        self.write_as(host, group, recs, None)
     }
 
     /// Like `write`, optionally as part of producer `txn`'s transaction.
-    fn write_as(&self, broker: &Broker, group: &str, recs: &[(Vec<u8>, Option<Vec<u8>>)], txn: Option<(i64, i16)>) -> Result<()> {
+    fn write_as(&self, host: &dyn InternalPartitions, group: &str, recs: &[(Vec<u8>, Option<Vec<u8>>)], txn: Option<(i64, i16)>) -> Result<()> {
         if recs.is_empty() {
             return Ok(());
         }
         // Never created here: callers hold the group lock, and creating the topic waits on
         // metadata that takes the same lock. FindCoordinator creates it first, as in Kafka.
-        let topic = broker.topic(OFFSETS_TOPIC).ok_or(Error::CoordinatorNotAvailable)?;
+        let topic = host.replicas().topic(OFFSETS_TOPIC).ok_or(Error::CoordinatorNotAvailable)?;
         let p = coordinator_partition(group, topic.record.partitions);
         let part = topic.partition(p).ok_or(Error::CoordinatorNotAvailable)?;
         let refs: Vec<(Option<&[u8]>, Option<&[u8]>)> = recs.iter().map(|(k, v)| (Some(k.as_slice()), v.as_deref())).collect();
@@ -226,32 +226,32 @@ impl Coordinator {
     }
 
     /// Writes the group's metadata if it changed and is at rest (Stable, Empty or Dead).
-    fn persist_group(&self, broker: &Broker, entry: &mut Entry) {
+    fn persist_group(&self, host: &dyn InternalPartitions, entry: &mut Entry) {
         let g = &mut entry.group;
         if !g.dirty || !matches!(g.state, State::Stable | State::Empty | State::Dead) {
             return;
         }
         g.dirty = false;
-        if let Err(e) = self.write(broker, &g.id.clone(), &[Self::group_record(g)]) {
+        if let Err(e) = self.write(host, &g.id.clone(), &[Self::group_record(g)]) {
             tracing::warn!(group = %g.id, error = %e, "could not persist group metadata");
         }
     }
 
-    fn persist_modern(&self, broker: &Broker, group_id: &str, entry: &mut Entry) {
+    fn persist_modern(&self, host: &dyn InternalPartitions, group_id: &str, entry: &mut Entry) {
         let Some(m) = entry.modern.as_mut().filter(|m| m.dirty) else { return };
         m.dirty = false;
         let value = serde_json::to_vec(&ConsumerGroupValue { v: 0, group: m.clone() }).expect("serializable");
-        if let Err(e) = self.write(broker, group_id, &[(Key::ConsumerGroup { group: group_id.into() }.encode(), Some(value))]) {
+        if let Err(e) = self.write(host, group_id, &[(Key::ConsumerGroup { group: group_id.into() }.encode(), Some(value))]) {
             tracing::warn!(group = %group_id, error = %e, "could not persist consumer group");
         }
     }
 
     /// ConsumerGroupHeartbeat (KIP-848).
-    pub fn consumer_heartbeat(&self, broker: &Broker, group_id: &str, hb: Heartbeat) -> Result<HeartbeatReply> {
+    pub fn consumer_heartbeat(&self, host: &dyn InternalPartitions, group_id: &str, hb: Heartbeat) -> Result<HeartbeatReply> {
         if group_id.is_empty() {
             return Err(Error::InvalidRequest("GroupId can't be empty.".into()));
         }
-        let topics = topics_view(broker);
+        let topics = topics_view(host);
         let now = now_ms();
         let mut inner = self.inner.lock();
         let entry = inner.groups.entry(group_id.to_string()).or_insert_with(|| Entry::new(group_id, now));
@@ -262,7 +262,7 @@ impl Coordinator {
             entry.modern = Some(ConsumerGroup::new(group_id));
         }
         let reply = entry.modern.as_mut().expect("set").heartbeat(hb, &topics, &self.consumer_config, now);
-        self.persist_modern(broker, group_id, entry);
+        self.persist_modern(host, group_id, entry);
         reply
     }
 
@@ -277,7 +277,7 @@ impl Coordinator {
     }
 
     /// JoinGroup. Waits, when the protocol says so, until the rebalance completes.
-    pub async fn join(&self, broker: &Broker, group_id: &str, req: JoinRequest) -> JoinResponse {
+    pub async fn join(&self, host: &dyn InternalPartitions, group_id: &str, req: JoinRequest) -> JoinResponse {
         let member = req.member_id.clone();
         let rx = {
             let mut inner = self.inner.lock();
@@ -292,7 +292,7 @@ impl Coordinator {
                 return JoinResponse::error(Error::InconsistentGroupProtocol, &member);
             }
             let (immediate, replies) = entry.group.join(req, ticket, &self.config, now);
-            self.persist_group(broker, entry);
+            self.persist_group(host, entry);
             dispatch(&mut inner, replies);
             if let Some(r) = immediate {
                 inner.waiters.remove(&ticket);
@@ -310,7 +310,7 @@ impl Coordinator {
     #[allow(clippy::too_many_arguments)]
     pub async fn sync(
         &self,
-        broker: &Broker,
+        host: &dyn InternalPartitions,
         group_id: &str,
         member_id: &str,
         instance_id: Option<&str>,
@@ -333,7 +333,7 @@ impl Coordinator {
             };
             let (immediate, replies) =
                 entry.group.sync(member_id, instance_id, generation, protocol_type, protocol, assignments, ticket, now_ms());
-            self.persist_group(broker, entry);
+            self.persist_group(host, entry);
             dispatch(&mut inner, replies);
             if let Some(r) = immediate {
                 inner.waiters.remove(&ticket);
@@ -355,36 +355,36 @@ impl Coordinator {
     }
 
     /// LeaveGroup for one member.
-    pub fn leave(&self, broker: &Broker, group_id: &str, member_id: &str, instance_id: Option<&str>) -> Result<()> {
+    pub fn leave(&self, host: &dyn InternalPartitions, group_id: &str, member_id: &str, instance_id: Option<&str>) -> Result<()> {
         let mut inner = self.inner.lock();
         let entry = inner.groups.get_mut(group_id).ok_or_else(|| Error::UnknownMemberId(member_id.into()))?;
         let result = entry.group.leave(member_id, instance_id, &self.config, now_ms());
-        self.persist_group(broker, entry);
+        self.persist_group(host, entry);
         let replies = result?;
         dispatch(&mut inner, replies);
         Ok(())
     }
 
     /// Runs timeouts for every group; called a few times a second.
-    pub fn tick(&self, broker: &Broker) {
+    pub fn tick(&self, host: &dyn InternalPartitions) {
         let now = now_ms();
         let mut topics: Option<Topics> = None;
         let mut inner = self.inner.lock();
         let mut replies = Vec::new();
         for (id, entry) in inner.groups.iter_mut() {
             replies.extend(entry.group.tick(&self.config, now));
-            self.persist_group(broker, entry);
+            self.persist_group(host, entry);
             if let Some(m) = entry.modern.as_mut() {
-                m.tick(topics.get_or_insert_with(|| topics_view(broker)), &self.consumer_config, now);
-                self.persist_modern(broker, id, entry);
+                m.tick(topics.get_or_insert_with(|| topics_view(host)), &self.consumer_config, now);
+                self.persist_modern(host, id, entry);
             }
         }
         dispatch(&mut inner, replies);
     }
 
     /// `__consumer_offsets`, created on first use as Kafka does.
-    pub fn ensure_offsets_topic(&self, broker: &Broker) -> Result<std::sync::Arc<crate::broker::Topic>> {
-        broker.ensure_internal_topic(OFFSETS_TOPIC, self.offsets_partitions)
+    pub fn ensure_offsets_topic(&self, host: &dyn InternalPartitions) -> Result<std::sync::Arc<crate::partition::Topic>> {
+        host.ensure_internal_topic(OFFSETS_TOPIC, self.offsets_partitions)
     }
 
     /// The `__consumer_offsets` partition that holds `group`.
@@ -396,7 +396,7 @@ impl Coordinator {
     /// applies to every partition.
     pub fn commit(
         &self,
-        broker: &Broker,
+        host: &dyn InternalPartitions,
         group_id: &str,
         member_id: &str,
         instance_id: Option<&str>,
@@ -440,8 +440,8 @@ impl Coordinator {
                 }
             }
         }
-        let (results, recs, accepted) = offset_records(broker, group_id, items, now);
-        if let Err(e) = self.write(broker, group_id, &recs) {
+        let (results, recs, accepted) = offset_records(host, group_id, items, now);
+        if let Err(e) = self.write(host, group_id, &recs) {
             return Ok(results.into_iter().map(|(it, r)| (it, r.and(Err(e.clone())))).collect());
         }
         let entry = inner.groups.get_mut(group_id).expect("present");
@@ -453,7 +453,7 @@ impl Coordinator {
     #[allow(clippy::too_many_arguments)]
     pub fn txn_commit(
         &self,
-        broker: &Broker,
+        host: &dyn InternalPartitions,
         group_id: &str,
         pid: i64,
         epoch: i16,
@@ -475,9 +475,9 @@ impl Coordinator {
                 }
             }
         }
-        let (results, recs, accepted) = offset_records(broker, group_id, items, now);
+        let (results, recs, accepted) = offset_records(host, group_id, items, now);
         if !recs.is_empty() {
-            self.write_as(broker, group_id, &recs, Some((pid, epoch)))?;
+            self.write_as(host, group_id, &recs, Some((pid, epoch)))?;
         }
         inner.pending_txn.entry(pid).or_default().extend(accepted.into_iter().map(|(t, p, c)| (group_id.to_string(), t, p, c)));
         Ok(results)
@@ -526,7 +526,7 @@ impl Coordinator {
     /// OffsetDelete: refuses topics the group is still subscribed to.
     pub fn delete_offsets(
         &self,
-        broker: &Broker,
+        host: &dyn InternalPartitions,
         group_id: &str,
         topics: Vec<(String, Vec<i32>)>,
     ) -> Result<Vec<(String, Vec<(i32, Result<()>)>)>> {
@@ -536,7 +536,7 @@ impl Coordinator {
             return Err(Error::GroupIdNotFound(group_id.into()));
         }
         let subscribed = match &entry.modern {
-            Some(m) => Some(m.subscribed_names(&topics_view(broker)).into_iter().collect()),
+            Some(m) => Some(m.subscribed_names(&topics_view(host)).into_iter().collect()),
             None if entry.group.state == State::Empty => Some(Default::default()),
             None => entry.group.subscribed_topics(),
         };
@@ -560,12 +560,12 @@ impl Coordinator {
             }
             out.push((t, rs));
         }
-        self.write(broker, group_id, &recs)?;
+        self.write(host, group_id, &recs)?;
         Ok(out)
     }
 
     /// DeleteGroups for one group.
-    pub fn delete_group(&self, broker: &Broker, group_id: &str) -> Result<()> {
+    pub fn delete_group(&self, host: &dyn InternalPartitions, group_id: &str) -> Result<()> {
         let mut inner = self.inner.lock();
         let entry = inner.groups.get_mut(group_id).ok_or_else(|| Error::GroupIdNotFound(group_id.into()))?;
         if entry.is_active_modern() {
@@ -583,7 +583,7 @@ impl Coordinator {
             .collect();
         recs.push((Key::Group { group: group_id.into() }.encode(), None));
         recs.push((Key::ConsumerGroup { group: group_id.into() }.encode(), None));
-        self.write(broker, group_id, &recs)?;
+        self.write(host, group_id, &recs)?;
         inner.groups.remove(group_id);
         Ok(())
     }

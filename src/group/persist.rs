@@ -8,7 +8,7 @@ use bytes::Bytes;
 use super::classic::{Group, State};
 use super::store::{self, ConsumerGroupValue, GroupValue, Key, OffsetValue};
 use super::{Committed, Coordinator, Entry, OFFSETS_TOPIC};
-use crate::broker::Broker;
+use crate::partition::InternalPartitions;
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::log::records;
@@ -16,7 +16,7 @@ use crate::metadata::names::coordinator_partition;
 
 impl Coordinator {
     /// Expires offsets past `offsets.retention.minutes` and drops groups left with nothing.
-    pub fn expire_offsets(&self, broker: &Broker) {
+    pub fn expire_offsets(&self, host: &dyn InternalPartitions) {
         let now = now_ms();
         let mut inner = self.inner.lock();
         let ids: Vec<String> = inner.groups.keys().cloned().collect();
@@ -44,7 +44,7 @@ impl Coordinator {
             }
             if !recs.is_empty() {
                 tracing::info!(group = %id, offsets = expired.len(), "expired committed offsets");
-                if let Err(e) = self.write(broker, &id, &recs) {
+                if let Err(e) = self.write(host, &id, &recs) {
                     tracing::warn!(group = %id, error = %e, "could not write offset expiry");
                 }
             }
@@ -53,8 +53,8 @@ impl Coordinator {
 
     /// Follows leadership of `__consumer_offsets`: a partition this broker now leads has
     /// its groups loaded from its log; one it no longer leads has its groups dropped.
-    pub fn sync_ownership(&self, broker: &Broker) {
-        let Some(topic) = broker.topic(OFFSETS_TOPIC) else { return };
+    pub fn sync_ownership(&self, host: &dyn InternalPartitions) {
+        let Some(topic) = host.replicas().topic(OFFSETS_TOPIC) else { return };
         let Some((led, gained, lost)) = topic.leadership_change(&self.owned.lock()) else { return };
         let n = self.offsets_partitions;
         {
@@ -64,7 +64,7 @@ impl Coordinator {
                 !lost.contains(&p) && !gained.contains(&p)
             });
         }
-        if let Err(e) = self.load(broker, &gained) {
+        if let Err(e) = self.load(host, &gained) {
             tracing::warn!(error = %e, "could not load group state");
         }
         *self.owned.lock() = led;
@@ -75,8 +75,8 @@ impl Coordinator {
 
     /// Waits until everything written so far for `group` is on its partition's whole ISR,
     /// as Kafka acknowledges commits only with acks=all.
-    pub async fn wait_durable(&self, broker: &Broker, group: &str) -> Result<()> {
-        let Some(topic) = broker.topic(OFFSETS_TOPIC) else { return Ok(()) };
+    pub async fn wait_durable(&self, host: &dyn InternalPartitions, group: &str) -> Result<()> {
+        let Some(topic) = host.replicas().topic(OFFSETS_TOPIC) else { return Ok(()) };
         let Some(p) = topic.partition(self.offsets_partition(group)) else { return Ok(()) };
         let leo = p.fetch_position().0;
         if leo == 0 || p.high_watermark() >= leo {
@@ -86,8 +86,8 @@ impl Coordinator {
     }
 
     /// Is this broker the coordinator of `group` (it leads the group's partition)?
-    pub fn check_coordinator(&self, broker: &Broker, group: &str) -> Result<()> {
-        if broker.topic(OFFSETS_TOPIC).is_none() {
+    pub fn check_coordinator(&self, host: &dyn InternalPartitions, group: &str) -> Result<()> {
+        if host.replicas().topic(OFFSETS_TOPIC).is_none() {
             // FindCoordinator creates it; until then there is no coordinator to ask.
             return Err(Error::CoordinatorNotAvailable);
         }
@@ -99,8 +99,8 @@ impl Coordinator {
     }
 
     /// Rebuilds groups and offsets from the given `__consumer_offsets` partitions.
-    fn load(&self, broker: &Broker, only: &HashSet<i32>) -> Result<()> {
-        let Some(topic) = broker.topic(OFFSETS_TOPIC) else { return Ok(()) };
+    fn load(&self, host: &dyn InternalPartitions, only: &HashSet<i32>) -> Result<()> {
+        let Some(topic) = host.replicas().topic(OFFSETS_TOPIC) else { return Ok(()) };
         if only.is_empty() {
             return Ok(());
         }

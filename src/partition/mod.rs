@@ -3,6 +3,7 @@
 //! replication adds: followers' progress on the leader, the follower's own appends
 //! and truncation.
 
+mod internal;
 mod manager;
 mod replica;
 #[cfg(test)]
@@ -10,6 +11,7 @@ mod replica_tests;
 mod topic;
 pub mod watchers;
 
+pub use internal::InternalPartitions;
 pub use manager::ReplicaManager;
 pub use replica::{IsrChange, ReplicaSet};
 pub use topic::Topic;

@@ -23,6 +23,7 @@ const FETCH_VERSION: i16 = 12;
 /// How a fetcher fetches.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// This broker's id, sent as the replica id.
     pub me: i32,
     pub wait_ms: i32,
     pub partition_max_bytes: i32,

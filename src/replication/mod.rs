@@ -9,24 +9,33 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
-use crate::broker::Broker;
+use crate::cluster::Cluster;
 use crate::controller::rpc::{Request, Response};
-use crate::partition::{IsrChange, Partition};
+use crate::partition::{IsrChange, Partition, Topic};
 
-/// The follower side's running fetchers, by leader id.
-#[derive(Default)]
+pub use fetcher::Settings;
+
+/// The follower side's running fetchers, by leader id, and the leader side's ISR
+/// change requests to the controller.
 pub struct Replication {
+    me: i32,
+    cluster: Arc<Cluster>,
     fetchers: Mutex<HashMap<i32, (watch::Sender<Vec<Arc<Partition>>>, tokio::task::JoinHandle<()>)>>,
     /// ISR changes asked for and not yet answered, so each is asked once.
     pending: Arc<Mutex<HashSet<(uuid::Uuid, i32)>>>,
 }
 
-impl Broker {
+impl Replication {
+    /// Replication for broker `me`, reaching the controller through `cluster`.
+    pub fn new(me: i32, cluster: Arc<Cluster>) -> Replication {
+        Replication { me, cluster, fetchers: Default::default(), pending: Default::default() }
+    }
+
     /// Points the fetchers at the leaders of the partitions this broker follows.
-    pub(crate) fn update_fetchers(&self) {
-        let me = self.identity.node_id;
+    pub fn update_fetchers(&self, topics: &[Arc<Topic>], settings: Settings) {
+        let me = self.me;
         let mut by_leader: HashMap<i32, Vec<Arc<Partition>>> = HashMap::new();
-        for t in self.all_topics() {
+        for t in topics {
             for p in t.local() {
                 let leader = t.states.get(p.index as usize).map_or(-1, |s| s.leader);
                 if leader >= 0 && leader != me {
@@ -35,7 +44,7 @@ impl Broker {
             }
         }
         let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
-        let mut fetchers = self.replication.fetchers.lock();
+        let mut fetchers = self.fetchers.lock();
         fetchers.retain(|leader, (tx, task)| {
             let keep = by_leader.contains_key(leader);
             if !keep {
@@ -44,12 +53,6 @@ impl Broker {
             }
             keep
         });
-        let cfg = self.config();
-        let settings = fetcher::Settings {
-            me,
-            wait_ms: cfg.get_i64("replica.fetch.wait.max.ms").clamp(0, 60_000) as i32,
-            partition_max_bytes: cfg.get_i64("replica.fetch.max.bytes").clamp(1024, i32::MAX as i64) as i32,
-        };
         for (leader, parts) in by_leader {
             match fetchers.get(&leader) {
                 Some((tx, _)) => {
@@ -74,14 +77,14 @@ impl Broker {
     /// comes back through the metadata log; until then the same change is not asked again.
     pub fn request_isr_change(&self, p: Arc<Partition>, change: IsrChange) {
         let key = (p.topic_id, p.index);
-        if !self.replication.pending.lock().insert(key) {
+        if !self.pending.lock().insert(key) {
             return;
         }
-        let pending = self.replication.pending.clone();
+        let pending = self.pending.clone();
         let cluster = self.cluster.clone();
-        let me = self.identity.node_id;
+        let me = self.me;
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            self.replication.pending.lock().remove(&key);
+            self.pending.lock().remove(&key);
             return;
         };
         tracing::info!(topic = %p.topic, partition = p.index, isr = ?change.isr, "asking the controller to change the ISR");
@@ -111,10 +114,9 @@ impl Broker {
         });
     }
 
-    /// Leader duty: drops followers that fell behind for `replica.lag.time.max.ms`.
-    pub fn shrink_lagging_isrs(&self, now_ms: i64) {
-        let lag = self.config().get_i64("replica.lag.time.max.ms");
-        for t in self.all_topics() {
+    /// Leader duty: drops followers that fell behind for `lag` ms (`replica.lag.time.max.ms`).
+    pub fn shrink_lagging_isrs(&self, topics: &[Arc<Topic>], now_ms: i64, lag: i64) {
+        for t in topics {
             for p in t.local() {
                 if let Some(change) = p.isr_shrink(now_ms, lag) {
                     self.request_isr_change(p.clone(), change);
