@@ -59,7 +59,7 @@ pub async fn init_producer_id(ctx: &Ctx<'_>, req: InitProducerIdRequest) -> Init
     let r = InitProducerIdResponse::default();
     if let Some(id) = req.transactional_id.as_ref().filter(|t| !t.0.is_empty()) {
         let expected = (ctx.version >= 3 && req.producer_id.0 >= 0).then_some((req.producer_id.0, req.producer_epoch));
-        return match ctx.broker.txns.init_producer(ctx.broker, &id.0, req.transaction_timeout_ms, expected).await {
+        return match ctx.broker.txns.init_producer(&**ctx.broker, &id.0, req.transaction_timeout_ms, expected).await {
             Ok((pid, epoch)) => r.with_producer_id(pid.into()).with_producer_epoch(epoch),
             Err(e) => r.with_error_code(e.for_old_clients(ctx.version >= 4).code()).with_producer_id((-1).into()).with_producer_epoch(-1),
         };

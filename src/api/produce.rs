@@ -123,7 +123,7 @@ async fn verify_transactional(ctx: &Ctx<'_>, req: &ProduceRequest) -> HashMap<(S
                 continue;
             }
             let add = ctx.version >= 12;
-            let r = crate::txn::verify::verify(broker, txn_id, h.producer_id, h.producer_epoch, &p.topic, p.index, add).await;
+            let r = crate::broker::txn_verify::verify(broker, txn_id, h.producer_id, h.producer_epoch, &p.topic, p.index, add).await;
             out.insert((p.topic.clone(), p.index), r);
         }
     }

@@ -141,7 +141,7 @@ pub async fn write_txn_markers(ctx: &Ctx<'_>, req: WriteTxnMarkersRequest) -> Wr
 pub async fn end_txn(ctx: &Ctx<'_>, req: EndTxnRequest) -> EndTxnResponse {
     // EndTxn v5 is how a client says it speaks transactions v2.
     let tv2 = ctx.version >= 5;
-    let r = ctx.broker.txns.end(ctx.broker, &req.transactional_id.0, req.producer_id.0, req.producer_epoch, req.committed, tv2).await;
+    let r = ctx.broker.txns.end(&**ctx.broker, &req.transactional_id.0, req.producer_id.0, req.producer_epoch, req.committed, tv2).await;
     let resp = EndTxnResponse::default();
     match r {
         Ok((pid, epoch)) if tv2 => resp.with_producer_id(pid.into()).with_producer_epoch(epoch),
@@ -179,7 +179,7 @@ pub async fn txn_offset_commit(ctx: &Ctx<'_>, req: TxnOffsetCommitRequest) -> Tx
         let added = match b.groups.ensure_offsets_topic(b) {
             Ok(_) => {
                 let id = Some(&*req.transactional_id.0);
-                crate::txn::verify::verify(b, id, req.producer_id.0, req.producer_epoch, OFFSETS_TOPIC, p, true).await
+                crate::broker::txn_verify::verify(b, id, req.producer_id.0, req.producer_epoch, OFFSETS_TOPIC, p, true).await
             }
             Err(e) => Err(e),
         };
@@ -267,7 +267,7 @@ pub async fn describe_transactions(ctx: &Ctx<'_>, req: DescribeTransactionsReque
         .into_iter()
         .map(|id| {
             let s = TransactionState::default().with_transactional_id(id.clone());
-            if let Err(e) = ctx.broker.txns.check(ctx.broker, &id.0) {
+            if let Err(e) = ctx.broker.txns.check(&**ctx.broker, &id.0) {
                 return s.with_error_code(e.code()).with_transaction_state(sb(""));
             }
             match all.iter().find(|m| m.id == *id.0) {

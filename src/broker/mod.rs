@@ -3,6 +3,7 @@
 mod configs;
 mod reconcile;
 mod topics;
+pub mod txn_verify;
 
 pub use crate::controller::rpc::CreateRequest;
 pub use configs::{AlterOp, ConfigEntry};
@@ -154,7 +155,14 @@ impl Broker {
             tokio::select! {
                 _ = group_tick.tick() => {
                     self.groups.tick(&*self);
-                    self.txns.tick(&self);
+                    for id in self.txns.tick(&*self) {
+                        let b = self.clone();
+                        tokio::spawn(async move {
+                            if let Err(e) = b.txns.complete(&*b, &id).await {
+                                tracing::debug!(transactional_id = %id, error = %e, "completing transaction");
+                            }
+                        });
+                    }
                     let lag = self.config().get_i64("replica.lag.time.max.ms");
                     self.replication.shrink_lagging_isrs(&self.all_topics(), now_ms(), lag);
                     continue;

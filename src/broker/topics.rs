@@ -158,3 +158,29 @@ impl crate::partition::InternalPartitions for Broker {
         Broker::ensure_internal_topic(self, name, partitions)
     }
 }
+
+impl crate::txn::TxnHost for Broker {
+    fn node_id(&self) -> i32 {
+        self.identity.node_id
+    }
+
+    fn allocate_producer_id(&self) -> Result<i64> {
+        Ok(self.producer_ids.allocate()?)
+    }
+
+    fn leader_endpoint(&self, topic: &Topic, p: i32) -> Result<(i32, String, i32)> {
+        Broker::leader_endpoint(self, topic, p)
+    }
+
+    fn broker_address(&self, id: i32) -> Option<String> {
+        self.cluster.image().read().live_broker(id).map(|b| b.address())
+    }
+
+    fn peers(&self) -> &crate::cluster::peer::Peers {
+        &self.peers
+    }
+
+    fn offsets_marker_written(&self, pid: i64, commit: bool) {
+        self.groups.complete_txn(pid, commit);
+    }
+}

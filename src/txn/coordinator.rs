@@ -9,7 +9,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
-use crate::broker::{Broker, Topic};
+use super::TxnHost;
+use crate::partition::Topic;
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::metadata::names::coordinator_partition;
@@ -112,19 +113,19 @@ impl TxnCoordinator {
     }
 
     /// `__transaction_state`, created on first use as Kafka does.
-    pub fn ensure_topic(&self, broker: &Broker) -> Result<Arc<Topic>> {
-        broker.ensure_internal_topic(TXN_TOPIC, self.config.partitions)
+    pub fn ensure_topic(&self, host: &dyn TxnHost) -> Result<Arc<Topic>> {
+        host.ensure_internal_topic(TXN_TOPIC, self.config.partitions)
     }
 
     /// (node id, host, port) of `id`'s coordinator: the leader of its partition.
-    pub fn coordinator_of(&self, broker: &Broker, id: &str) -> Result<(i32, String, i32)> {
-        let topic = self.ensure_topic(broker)?;
-        broker.leader_endpoint(&topic, self.partition_of(id)).map_err(|_| Error::CoordinatorNotAvailable)
+    pub fn coordinator_of(&self, host: &dyn TxnHost, id: &str) -> Result<(i32, String, i32)> {
+        let topic = self.ensure_topic(host)?;
+        host.leader_endpoint(&topic, self.partition_of(id)).map_err(|_| Error::CoordinatorNotAvailable)
     }
 
     /// Is this broker `id`'s coordinator?
-    pub fn check(&self, broker: &Broker, id: &str) -> Result<()> {
-        if broker.topic(TXN_TOPIC).is_none() {
+    pub fn check(&self, host: &dyn TxnHost, id: &str) -> Result<()> {
+        if host.replicas().topic(TXN_TOPIC).is_none() {
             return Err(Error::CoordinatorNotAvailable);
         }
         if self.owned.lock().contains(&self.partition_of(id)) {
@@ -134,8 +135,8 @@ impl TxnCoordinator {
         }
     }
 
-    fn persist(&self, broker: &Broker, m: &TxnMeta) -> Result<()> {
-        let topic = broker.topic(TXN_TOPIC).ok_or(Error::CoordinatorNotAvailable)?;
+    fn persist(&self, host: &dyn TxnHost, m: &TxnMeta) -> Result<()> {
+        let topic = host.replicas().topic(TXN_TOPIC).ok_or(Error::CoordinatorNotAvailable)?;
         let value = serde_json::to_vec(m).expect("serializable");
         let key = key_bytes(&m.id);
         let p = topic.partition(self.partition_of(&m.id)).ok_or(Error::NotCoordinator)?;
@@ -148,8 +149,8 @@ impl TxnCoordinator {
 
     /// Waits until everything written for `id` is on its partition's whole ISR: the
     /// coordinator answers only for state that survives its own failure.
-    async fn durable(&self, broker: &Broker, id: &str) -> Result<()> {
-        let Some(p) = broker.topic(TXN_TOPIC).and_then(|t| t.partition(self.partition_of(id)).cloned()) else {
+    async fn durable(&self, host: &dyn TxnHost, id: &str) -> Result<()> {
+        let Some(p) = host.replicas().topic(TXN_TOPIC).and_then(|t| t.partition(self.partition_of(id)).cloned()) else {
             return Err(Error::NotCoordinator);
         };
         let leo = p.fetch_position().0;
@@ -163,9 +164,9 @@ impl TxnCoordinator {
     }
 
     /// Moves to the next epoch, or to a new producer id when the epoch is exhausted.
-    fn bump(broker: &Broker, m: &mut TxnMeta) -> Result<()> {
+    fn bump(host: &dyn TxnHost, m: &mut TxnMeta) -> Result<()> {
         if m.epoch >= i16::MAX - 1 {
-            m.producer_id = broker.producer_ids.allocate()?;
+            m.producer_id = host.allocate_producer_id()?;
             m.epoch = 0;
         } else {
             m.epoch += 1;
@@ -175,24 +176,24 @@ impl TxnCoordinator {
 
     /// Starts aborting an open transaction whose producer was replaced or timed out: the
     /// epoch is bumped first so the abort markers fence the old producer.
-    fn prepare_abort_with_bump(&self, broker: &Broker, m: &mut TxnMeta) -> Result<()> {
+    fn prepare_abort_with_bump(&self, host: &dyn TxnHost, m: &mut TxnMeta) -> Result<()> {
         m.epoch = m.epoch.saturating_add(1);
         m.state = TxnState::PrepareAbort;
         m.update_ms = now_ms();
-        self.persist(broker, m)
+        self.persist(host, m)
     }
 
     /// InitProducerId with a transactional id.
-    pub async fn init_producer(&self, broker: &Broker, id: &str, timeout_ms: i32, expected: Option<(i64, i16)>) -> Result<(i64, i16)> {
+    pub async fn init_producer(&self, host: &dyn TxnHost, id: &str, timeout_ms: i32, expected: Option<(i64, i16)>) -> Result<(i64, i16)> {
         if timeout_ms <= 0 || timeout_ms > self.config.max_timeout_ms {
             return Err(Error::InvalidTransactionTimeout(timeout_ms));
         }
-        self.check(broker, id)?;
+        self.check(host, id)?;
         let abort_first = {
             let mut txns = self.txns.lock();
             match txns.get_mut(id) {
                 None => {
-                    let pid = broker.producer_ids.allocate()?;
+                    let pid = host.allocate_producer_id()?;
                     let m = TxnMeta {
                         v: 0,
                         id: id.into(),
@@ -204,7 +205,7 @@ impl TxnCoordinator {
                         start_ms: -1,
                         update_ms: now_ms(),
                     };
-                    self.persist(broker, &m)?;
+                    self.persist(host, &m)?;
                     txns.insert(id.into(), m);
                     None
                 }
@@ -220,7 +221,7 @@ impl TxnCoordinator {
                     match m.state {
                         TxnState::PrepareCommit | TxnState::PrepareAbort => return Err(Error::ConcurrentTransactions),
                         TxnState::Ongoing => {
-                            self.prepare_abort_with_bump(broker, m)?;
+                            self.prepare_abort_with_bump(host, m)?;
                             Some(true)
                         }
                         _ => Some(false),
@@ -230,11 +231,11 @@ impl TxnCoordinator {
         };
         let Some(abort_first) = abort_first else {
             // A new transactional id: its first producer id, at epoch 0.
-            self.durable(broker, id).await?;
+            self.durable(host, id).await?;
             let m = self.txns.lock().get(id).map(|m| (m.producer_id, m.epoch));
             return m.ok_or(Error::NotCoordinator);
         };
-        if abort_first && !self.complete(broker, id).await? {
+        if abort_first && !self.complete(host, id).await? {
             return Err(Error::ConcurrentTransactions);
         }
         let r = {
@@ -243,14 +244,14 @@ impl TxnCoordinator {
             if m.state.preparing().is_some() {
                 return Err(Error::ConcurrentTransactions);
             }
-            Self::bump(broker, m)?;
+            Self::bump(host, m)?;
             m.state = TxnState::Empty;
             m.timeout_ms = timeout_ms;
             m.update_ms = now_ms();
-            self.persist(broker, m)?;
+            self.persist(host, m)?;
             (m.producer_id, m.epoch)
         };
-        self.durable(broker, id).await?;
+        self.durable(host, id).await?;
         Ok(r)
     }
 
@@ -267,8 +268,8 @@ impl TxnCoordinator {
 
     /// AddPartitionsToTxn (and AddOffsetsToTxn, which adds the group's offsets
     /// partition; and, with transactions v2, a partition's first write).
-    pub async fn add_partitions(&self, broker: &Broker, id: &str, pid: i64, epoch: i16, parts: &[(String, i32)]) -> Result<()> {
-        self.check(broker, id)?;
+    pub async fn add_partitions(&self, host: &dyn TxnHost, id: &str, pid: i64, epoch: i16, parts: &[(String, i32)]) -> Result<()> {
+        self.check(host, id)?;
         {
             let mut txns = self.txns.lock();
             let m = Self::checked(&mut txns, id, pid, epoch)?;
@@ -284,9 +285,9 @@ impl TxnCoordinator {
             m.partitions.extend(parts.iter().cloned());
             m.state = TxnState::Ongoing;
             m.update_ms = now_ms();
-            self.persist(broker, m)?;
+            self.persist(host, m)?;
         }
-        self.durable(broker, id).await
+        self.durable(host, id).await
     }
 
     /// The transactional id of producer `pid`, if this coordinator holds it.
@@ -295,8 +296,8 @@ impl TxnCoordinator {
     }
 
     /// Is `(topic, partition)` part of `id`'s open transaction at `pid`/`epoch`?
-    pub fn verify(&self, broker: &Broker, id: &str, pid: i64, epoch: i16, topic: &str, partition: i32) -> Result<()> {
-        self.check(broker, id)?;
+    pub fn verify(&self, host: &dyn TxnHost, id: &str, pid: i64, epoch: i16, topic: &str, partition: i32) -> Result<()> {
+        self.check(host, id)?;
         let txns = self.txns.lock();
         let m = txns.get(id).filter(|m| m.producer_id == pid).ok_or(Error::InvalidProducerIdMapping)?;
         if m.epoch != epoch {
@@ -310,8 +311,8 @@ impl TxnCoordinator {
 
     /// EndTxn: commit or abort. With transactions v2 (KIP-890) the epoch is bumped on
     /// every end, the markers carry the new epoch, and the new (id, epoch) is returned.
-    pub async fn end(&self, broker: &Broker, id: &str, pid: i64, epoch: i16, commit: bool, tv2: bool) -> Result<(i64, i16)> {
-        self.check(broker, id)?;
+    pub async fn end(&self, host: &dyn TxnHost, id: &str, pid: i64, epoch: i16, commit: bool, tv2: bool) -> Result<(i64, i16)> {
+        self.check(host, id)?;
         let (r, prepared) = {
             let mut txns = self.txns.lock();
             if tv2 {
@@ -332,18 +333,18 @@ impl TxnCoordinator {
             match (m.state, commit) {
                 (TxnState::Ongoing, _) => {
                     if tv2 {
-                        Self::bump(broker, m)?;
+                        Self::bump(host, m)?;
                     }
                     m.state = if commit { TxnState::PrepareCommit } else { TxnState::PrepareAbort };
                     m.update_ms = now_ms();
-                    self.persist(broker, m)?;
+                    self.persist(host, m)?;
                     ((m.producer_id, m.epoch), true)
                 }
                 // Nothing was sent in this transaction: v2 still moves the epoch on.
                 (TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort, _) if tv2 => {
-                    Self::bump(broker, m)?;
+                    Self::bump(host, m)?;
                     m.state = if commit { TxnState::CompleteCommit } else { TxnState::CompleteAbort };
-                    self.persist(broker, m)?;
+                    self.persist(host, m)?;
                     ((m.producer_id, m.epoch), false)
                 }
                 // A retry of an end that already happened.
@@ -355,13 +356,13 @@ impl TxnCoordinator {
             }
         };
         if !prepared {
-            self.durable(broker, id).await?;
+            self.durable(host, id).await?;
             return Ok(r);
         }
         // Once the prepare is durable the outcome is decided; markers that cannot be
         // written yet are retried by the tick, and the client sees CONCURRENT_TRANSACTIONS
         // until they are.
-        self.complete(broker, id).await?;
+        self.complete(host, id).await?;
         Ok(r)
     }
 
@@ -369,7 +370,7 @@ impl TxnCoordinator {
     /// the markers to every partition's leader, then records the completion. Ok(true) when
     /// the transaction is complete (or was not prepared); Ok(false) when markers are still
     /// outstanding (the tick tries again).
-    pub async fn complete(&self, broker: &Broker, id: &str) -> Result<bool> {
+    pub async fn complete(&self, host: &dyn TxnHost, id: &str) -> Result<bool> {
         let (pid, epoch, commit, parts) = {
             let txns = self.txns.lock();
             let Some(m) = txns.get(id) else { return Ok(true) };
@@ -380,9 +381,9 @@ impl TxnCoordinator {
             (m.producer_id, m.epoch, commit, m.partitions.clone())
         };
         let _guard = Completing(self.completing.clone(), id.to_string());
-        self.durable(broker, id).await?;
+        self.durable(host, id).await?;
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(MARKER_RETRY_MS);
-        if !super::markers::deliver(broker, pid, epoch, commit, &parts, deadline).await {
+        if !super::markers::deliver(host, pid, epoch, commit, &parts, deadline).await {
             tracing::warn!(transactional_id = %id, producer_id = pid, "transaction markers not all written yet; will retry");
             return Ok(false);
         }
@@ -395,15 +396,16 @@ impl TxnCoordinator {
             m.state = if commit { TxnState::CompleteCommit } else { TxnState::CompleteAbort };
             m.partitions.clear();
             m.update_ms = now_ms();
-            self.persist(broker, m)?;
+            self.persist(host, m)?;
         }
-        self.durable(broker, id).await?;
+        self.durable(host, id).await?;
         Ok(true)
     }
 
-    /// Aborts transactions open longer than their timeout, and drives every prepared
-    /// transaction nobody is completing (after a failover or a failed marker write).
-    pub fn tick(&self, broker: &Arc<Broker>) {
+    /// Aborts transactions open longer than their timeout. Returns every prepared
+    /// transaction nobody is completing (after a failover or a failed marker write), for
+    /// the caller to drive with [`TxnCoordinator::complete`].
+    pub fn tick(&self, host: &dyn TxnHost) -> Vec<String> {
         let now = now_ms();
         let mut stuck = Vec::new();
         {
@@ -411,7 +413,7 @@ impl TxnCoordinator {
             for m in txns.values_mut() {
                 if m.state == TxnState::Ongoing && now - m.start_ms > m.timeout_ms as i64 {
                     tracing::info!(transactional_id = %m.id, producer_id = m.producer_id, "transaction timed out; aborting");
-                    if let Err(e) = self.prepare_abort_with_bump(broker, m) {
+                    if let Err(e) = self.prepare_abort_with_bump(host, m) {
                         tracing::warn!(transactional_id = %m.id, error = %e, "could not abort timed-out transaction");
                     }
                 }
@@ -420,14 +422,7 @@ impl TxnCoordinator {
                 }
             }
         }
-        for id in stuck {
-            let b = broker.clone();
-            tokio::spawn(async move {
-                if let Err(e) = b.txns.complete(&b, &id).await {
-                    tracing::debug!(transactional_id = %id, error = %e, "completing transaction");
-                }
-            });
-        }
+        stuck
     }
 
     /// Every transaction this broker coordinates, for ListTransactions and DescribeTransactions.
@@ -440,8 +435,8 @@ impl TxnCoordinator {
     /// Follows leadership of `__transaction_state`: a partition this broker now leads has
     /// its transactions loaded (prepared ones are then finished by the tick); one it no
     /// longer leads has them dropped.
-    pub fn sync_ownership(&self, broker: &Broker) {
-        let Some(topic) = broker.topic(TXN_TOPIC) else { return };
+    pub fn sync_ownership(&self, host: &dyn TxnHost) {
+        let Some(topic) = host.replicas().topic(TXN_TOPIC) else { return };
         let Some((led, gained, lost)) = topic.leadership_change(&self.owned.lock()) else { return };
         self.txns.lock().retain(|id, _| {
             let p = self.partition_of(id);

@@ -9,7 +9,7 @@ use kafka_protocol::messages::write_txn_markers_request::{WritableTxnMarker, Wri
 use kafka_protocol::messages::WriteTxnMarkersRequest;
 use kafka_protocol::protocol::StrBytes;
 
-use crate::broker::Broker;
+use super::TxnHost;
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 
@@ -19,12 +19,12 @@ const WRITE_TXN_MARKERS_VERSION: i16 = 1;
 /// Writes one marker on a partition this broker leads, and waits for the ISR to have
 /// it (Kafka appends markers with acks=all). Group offsets waiting on the transaction
 /// become visible or are dropped here, on the group's coordinator.
-pub async fn write_local(broker: &Broker, topic: &str, partition: i32, pid: i64, epoch: i16, commit: bool) -> Result<()> {
-    let t = broker.topic(topic).ok_or(Error::UnknownTopicOrPartition)?;
+pub async fn write_local(host: &dyn TxnHost, topic: &str, partition: i32, pid: i64, epoch: i16, commit: bool) -> Result<()> {
+    let t = host.replicas().topic(topic).ok_or(Error::UnknownTopicOrPartition)?;
     let p = t.get(partition)?.clone();
     let offset = p.write_marker(pid, epoch, commit, now_ms())?;
-    if topic == crate::group::OFFSETS_TOPIC {
-        broker.groups.complete_txn(pid, commit);
+    if topic == crate::metadata::names::OFFSETS_TOPIC {
+        host.offsets_marker_written(pid, commit);
     }
     p.wait_replicated(offset, 1, Duration::from_secs(10)).await
 }
@@ -33,19 +33,19 @@ pub async fn write_local(broker: &Broker, topic: &str, partition: i32, pid: i64,
 /// partitions whose leader is moving until `deadline`. True when all are written (a
 /// partition deleted meanwhile needs none).
 pub async fn deliver(
-    broker: &Broker,
+    host: &dyn TxnHost,
     pid: i64,
     epoch: i16,
     commit: bool,
     parts: &BTreeSet<(String, i32)>,
     deadline: tokio::time::Instant,
 ) -> bool {
-    let me = broker.identity.node_id;
+    let me = host.node_id();
     let mut pending: Vec<(String, i32)> = parts.iter().cloned().collect();
     loop {
         let mut by_leader: BTreeMap<i32, Vec<(String, i32)>> = BTreeMap::new();
         for (t, p) in pending {
-            let Some(topic) = broker.topic(&t) else { continue };
+            let Some(topic) = host.replicas().topic(&t) else { continue };
             let Some(state) = usize::try_from(p).ok().and_then(|i| topic.states.get(i)) else { continue };
             by_leader.entry(state.leader).or_default().push((t, p));
         }
@@ -53,7 +53,7 @@ pub async fn deliver(
         for (leader, list) in by_leader {
             if leader == me {
                 for (t, p) in list {
-                    match write_local(broker, &t, p, pid, epoch, commit).await {
+                    match write_local(host, &t, p, pid, epoch, commit).await {
                         Ok(()) | Err(Error::UnknownTopicOrPartition) => {}
                         Err(e) => {
                             tracing::debug!(topic = %t, partition = p, error = %e, "writing transaction marker");
@@ -62,7 +62,7 @@ pub async fn deliver(
                     }
                 }
             } else {
-                failed.extend(send(broker, leader, pid, epoch, commit, list).await);
+                failed.extend(send(host, leader, pid, epoch, commit, list).await);
             }
         }
         if failed.is_empty() {
@@ -77,9 +77,8 @@ pub async fn deliver(
 }
 
 /// Sends markers to another broker; returns the partitions still without one.
-async fn send(broker: &Broker, leader: i32, pid: i64, epoch: i16, commit: bool, list: Vec<(String, i32)>) -> Vec<(String, i32)> {
-    let addr = broker.cluster.image().read().live_broker(leader).map(|b| b.address());
-    let Some(addr) = addr else { return list };
+async fn send(host: &dyn TxnHost, leader: i32, pid: i64, epoch: i16, commit: bool, list: Vec<(String, i32)>) -> Vec<(String, i32)> {
+    let Some(addr) = host.broker_address(leader) else { return list };
     let mut topics: Vec<WritableTxnMarkerTopic> = Vec::new();
     for (t, p) in &list {
         match topics.iter_mut().find(|x| *x.name.0 == **t) {
@@ -96,7 +95,7 @@ async fn send(broker: &Broker, leader: i32, pid: i64, epoch: i16, commit: bool, 
         .with_topics(topics)
         .with_coordinator_epoch(0);
     let req = WriteTxnMarkersRequest::default().with_markers(vec![marker]);
-    let resp = match broker.peers.call(&addr, broker.identity.node_id, WRITE_TXN_MARKERS_VERSION, &req, Duration::from_secs(15)).await {
+    let resp = match host.peers().call(&addr, host.node_id(), WRITE_TXN_MARKERS_VERSION, &req, Duration::from_secs(15)).await {
         Ok(r) => r,
         Err(e) => {
             tracing::debug!(leader, error = %e, "WriteTxnMarkers");

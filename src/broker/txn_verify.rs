@@ -9,7 +9,7 @@ use kafka_protocol::messages::add_partitions_to_txn_request::{AddPartitionsToTxn
 use kafka_protocol::messages::AddPartitionsToTxnRequest;
 use kafka_protocol::protocol::StrBytes;
 
-use crate::broker::Broker;
+use super::Broker;
 use crate::error::{Error, Result};
 
 /// AddPartitionsToTxn v5, the broker-to-broker form Kafka 4 uses.
