@@ -283,7 +283,7 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
     // Nothing can be served before the quorum has named the cluster.
     let mut applied = cluster.applied();
     let mut waited = 0;
-    while cluster.image().read().cluster_id.is_none() {
+    while cluster.image().cluster_id.is_none() {
         if tokio::time::timeout(std::time::Duration::from_secs(5), applied.changed()).await.is_err() {
             waited += 5;
             tracing::info!(seconds = waited, "waiting for the controller quorum to elect a leader");

@@ -11,11 +11,8 @@ use crate::broker::Broker;
 
 /// The metrics as text, from this node's metadata image.
 pub fn render(broker: &Broker) -> String {
-    // Before the image's read lock: on a broker-only node this reads the image too, and a
-    // second read on one thread deadlocks once a writer waits.
     let active = broker.cluster.active_controller() == Some(broker.identity.node_id);
     let img = broker.cluster.image();
-    let img = img.read();
     let (mut partitions, mut offline, mut under) = (0u64, 0u64, 0u64);
     for t in img.topics.values() {
         for p in &t.partitions {

@@ -155,7 +155,6 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest, waiter: Option<&Arc<Notify>>) -> 
 fn preferred_read_replica(broker: &crate::broker::Broker, topic: &crate::broker::Topic, partition: i32, rack: &str) -> Option<i32> {
     let state = topic.states.get(usize::try_from(partition).ok()?)?;
     let img = broker.cluster.image();
-    let img = img.read();
     let in_rack = |id: &i32| img.live_broker(*id).is_some_and(|b| b.rack.as_deref() == Some(rack));
     if in_rack(&state.leader) {
         return None;

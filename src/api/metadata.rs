@@ -12,7 +12,6 @@ use crate::metadata::names;
 /// The Metadata entry for an existing topic.
 pub(crate) fn topic_entry(broker: &Broker, t: &Topic) -> MetadataResponseTopic {
     let img = broker.cluster.image();
-    let img = img.read();
     let ids = |v: &[i32]| v.iter().map(|b| (*b).into()).collect::<Vec<_>>();
     let partitions = t
         .states
@@ -40,7 +39,6 @@ pub(crate) fn topic_entry(broker: &Broker, t: &Topic) -> MetadataResponseTopic {
 /// Live brokers, as (id, host, port, rack).
 fn live_brokers(broker: &Broker) -> Vec<(i32, String, i32, Option<String>)> {
     let img = broker.cluster.image();
-    let img = img.read();
     img.live_brokers().iter().map(|b| (b.id, b.host.clone(), b.port, b.rack.clone())).collect()
 }
 

@@ -71,7 +71,6 @@ pub async fn list(ctx: &Ctx<'_>, req: ListPartitionReassignmentsRequest) -> List
     let wanted: Option<Vec<(String, Vec<i32>)>> =
         req.topics.map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
     let img = ctx.broker.cluster.image();
-    let img = img.read();
     let ids = |v: &[i32]| v.iter().map(|b| (*b).into()).collect::<Vec<_>>();
     let topics = img
         .topics

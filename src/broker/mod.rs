@@ -66,7 +66,6 @@ impl Broker {
         std::fs::create_dir_all(&dir)?;
         let (cluster_id, dynamic) = {
             let img = cluster.image();
-            let img = img.read();
             (img.cluster_id.clone().unwrap_or_default(), img.broker_configs.clone())
         };
         config.dynamic_set = dynamic;

@@ -12,7 +12,7 @@ impl Broker {
     /// Brings local state in line with the image. Idempotent; cheap when nothing changed.
     pub fn reconcile(&self, clean: bool) {
         let _turn = self.reconciling.lock();
-        let img = self.cluster.image().read().clone();
+        let img = self.cluster.image();
         let me = self.identity.node_id;
         let reconfigure_all = {
             let mut cfg = self.config.write();

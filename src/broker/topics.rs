@@ -128,7 +128,6 @@ impl Broker {
     pub fn leader_endpoint(&self, topic: &Topic, p: i32) -> Result<(i32, String, i32)> {
         let leader = usize::try_from(p).ok().and_then(|i| topic.states.get(i)).map_or(-1, |s| s.leader);
         let img = self.cluster.image();
-        let img = img.read();
         img.live_broker(leader).map(|b| (b.id, b.host.clone(), b.port)).ok_or(Error::LeaderNotAvailable)
     }
 
@@ -173,7 +172,7 @@ impl crate::txn::TxnHost for Broker {
     }
 
     fn broker_address(&self, id: i32) -> Option<String> {
-        self.cluster.image().read().live_broker(id).map(|b| b.address())
+        self.cluster.image().live_broker(id).map(|b| b.address())
     }
 
     fn peers(&self) -> &crate::cluster::peer::Peers {

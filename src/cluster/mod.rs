@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::RwLock;
 use tokio::sync::watch;
 use uuid::Uuid;
 
@@ -15,6 +14,7 @@ use crate::controller::rpc::{Request, Response};
 use crate::controller::{net, Controller};
 use crate::error::{Error, Result};
 use crate::metadata::image::Image;
+use crate::metadata::published::Published;
 
 pub mod peer;
 
@@ -25,7 +25,7 @@ pub struct Cluster {
     pub voters: BTreeMap<i32, SocketAddr>,
     /// Set when this node votes in the quorum.
     pub controller: Option<Arc<Controller>>,
-    image: Arc<RwLock<Image>>,
+    image: Arc<Published>,
     applied: watch::Receiver<u64>,
     applied_tx: Option<watch::Sender<u64>>,
     epoch: AtomicU64,
@@ -38,7 +38,7 @@ pub struct Cluster {
 impl Cluster {
     /// A voter: the image is the local quorum member's.
     pub fn voter(node_id: i32, voters: BTreeMap<i32, SocketAddr>, controller: Arc<Controller>) -> Arc<Cluster> {
-        let image = controller.quorum.image();
+        let image = controller.quorum.published();
         let applied = controller.quorum.applied();
         Arc::new(Cluster::new(node_id, voters, Some(controller), image, applied, None))
     }
@@ -46,14 +46,14 @@ impl Cluster {
     /// A broker that does not vote: it fetches the metadata log from the controller.
     pub fn observer(node_id: i32, voters: BTreeMap<i32, SocketAddr>) -> Arc<Cluster> {
         let (tx, rx) = watch::channel(0);
-        Arc::new(Cluster::new(node_id, voters, None, Arc::new(RwLock::new(Image::default())), rx, Some(tx)))
+        Arc::new(Cluster::new(node_id, voters, None, Arc::new(Published::default()), rx, Some(tx)))
     }
 
     fn new(
         node_id: i32,
         voters: BTreeMap<i32, SocketAddr>,
         controller: Option<Arc<Controller>>,
-        image: Arc<RwLock<Image>>,
+        image: Arc<Published>,
         applied: watch::Receiver<u64>,
         applied_tx: Option<watch::Sender<u64>>,
     ) -> Cluster {
@@ -72,8 +72,8 @@ impl Cluster {
     }
 
     /// The metadata image as this node has applied it.
-    pub fn image(&self) -> Arc<RwLock<Image>> {
-        self.image.clone()
+    pub fn image(&self) -> Arc<Image> {
+        self.image.load()
     }
 
     /// Signalled whenever more metadata is applied.
@@ -110,7 +110,7 @@ impl Cluster {
     pub fn active_controller(&self) -> Option<i32> {
         match &self.controller {
             Some(c) => c.quorum.status().leader.map(|l| l as i32),
-            None => self.image.read().brokers.values().find(|b| b.controller && !b.fenced).map(|b| b.id),
+            None => self.image.load().brokers.values().find(|b| b.controller && !b.fenced).map(|b| b.id),
         }
     }
 
@@ -240,28 +240,28 @@ impl Cluster {
     pub async fn follow_metadata(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         let Some(tx) = self.applied_tx.as_ref() else { return };
         loop {
-            let from = self.image.read().offset + 1;
+            let from = self.image.load().offset + 1;
             let r = tokio::select! {
                 r = self.call(Request::FetchMetadata { from }, Duration::from_secs(5)) => r,
                 _ = shutdown.changed() => return,
             };
             match r {
                 Ok(Response::Batches { batches }) => {
-                    let mut img = self.image.write();
-                    for (offset, b) in batches {
-                        for rec in &b.records {
-                            img.apply(offset, rec);
+                    let o = self.image.update(|img| {
+                        for (offset, b) in batches {
+                            for rec in &b.records {
+                                img.apply(offset, rec);
+                            }
+                            img.offset = img.offset.max(offset);
                         }
-                        img.offset = img.offset.max(offset);
-                    }
-                    let o = img.offset;
-                    drop(img);
+                        img.offset
+                    });
                     tx.send_if_modified(|v| std::mem::replace(v, o) != o);
                 }
                 Ok(Response::Snapshot { image }) => match Image::from_snapshot(&image) {
                     Ok(i) => {
                         let o = i.offset;
-                        *self.image.write() = i;
+                        self.image.publish(i);
                         tx.send_if_modified(|v| std::mem::replace(v, o) != o);
                     }
                     Err(e) => tracing::warn!(error = %e, "bad metadata snapshot from the controller"),

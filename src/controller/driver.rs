@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::RwLock;
 use raft::eraftpb::Message;
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -14,6 +13,7 @@ use super::raft_store::RaftStore;
 use super::rpc::QuorumInfo;
 use crate::error::{Error, Result};
 use crate::metadata::image::Image;
+use crate::metadata::published::Published;
 use crate::metadata::records::{Record, RecordBatch};
 
 /// Milliseconds per Raft tick. With 10 ticks to an election, a dead leader is replaced
@@ -40,7 +40,7 @@ pub struct Status {
 pub struct Quorum {
     pub node_id: u64,
     cmd: mpsc::UnboundedSender<Cmd>,
-    image: Arc<RwLock<Image>>,
+    image: Arc<Published>,
     applied: watch::Receiver<u64>,
     status: watch::Receiver<Status>,
     store: RaftStore,
@@ -51,7 +51,7 @@ impl Quorum {
     pub fn start(mut node: QuorumNode, send: Box<dyn Fn(Message) + Send + Sync>) -> Arc<Quorum> {
         let (cmd_tx, mut cmd_rx) = mpsc::unbounded_channel();
         let image = node.image();
-        let (applied_tx, applied) = watch::channel(image.read().offset);
+        let (applied_tx, applied) = watch::channel(image.load().offset);
         let (status_tx, status) = watch::channel(Status::default());
         let store = node.store().clone();
         if node.voters() == [node.id] {
@@ -124,7 +124,7 @@ impl Quorum {
                         }
                     }
                 }
-                let offset = image.read().offset;
+                let offset = image.load().offset;
                 applied_tx.send_if_modified(|v| std::mem::replace(v, offset) != offset);
                 let st = Status {
                     leader: node.leader(),
@@ -156,9 +156,14 @@ impl Quorum {
         rx.await.map_err(|_| Error::NotController)?
     }
 
-    /// The applied image.
-    pub fn image(&self) -> Arc<RwLock<Image>> {
+    /// Where the applied image is published (a broker on this node reads it there).
+    pub fn published(&self) -> Arc<Published> {
         self.image.clone()
+    }
+
+    /// The applied image, as of now (a snapshot: later batches do not change it).
+    pub fn image(&self) -> Arc<Image> {
+        self.image.load()
     }
 
     /// The offset applied so far; changes are signalled.

@@ -61,18 +61,18 @@ impl Controller {
         *self.bootstrap.lock() = Some((records, file));
     }
 
-    fn image(&self) -> Arc<RwLock<Image>> {
+    /// The applied image, as of now.
+    fn image(&self) -> Arc<Image> {
         self.quorum.image()
     }
 
     /// The broker config with the cluster's dynamic overrides applied.
     fn config(&self) -> BrokerConfig {
-        self.config_from(&self.image().read())
+        self.config_from(&self.image())
     }
 
-    /// [`config`](Self::config) for a caller that already holds the image's read lock: a
-    /// second read of the same lock on one thread deadlocks once the metadata driver
-    /// waits to write (parking_lot queues new readers behind a waiting writer).
+    /// [`config`](Self::config) against the image snapshot a caller already works on, so
+    /// both agree on the dynamic overrides.
     fn config_from(&self, img: &Image) -> BrokerConfig {
         let mut c = self.config.read().clone();
         c.dynamic_set = img.broker_configs.clone();
@@ -100,7 +100,7 @@ impl Controller {
                 self.heartbeats.lock().insert(id, now_ms());
                 // A restarted broker may have lost what it had not flushed: its old self
                 // leaves the ISRs and gives up leadership before the new one registers.
-                let restarted = self.image().read().brokers.get(&id).is_some_and(|b| b.incarnation != incarnation);
+                let restarted = self.image().brokers.get(&id).is_some_and(|b| b.incarnation != incarnation);
                 let mut recs = if restarted { self.broker_gone_changes(id) } else { Vec::new() };
                 if restarted && !recs.is_empty() {
                     tracing::info!(broker = id, partitions = recs.len(), "broker restarted: moving its leadership and ISR places");
@@ -132,7 +132,6 @@ impl Controller {
     async fn heartbeat(&self, id: i32, epoch: u64, applied: u64, shutting_down: bool) -> Result<Response> {
         let (registered, fenced) = {
             let img = self.image();
-            let img = img.read();
             match img.brokers.get(&id) {
                 Some(b) if b.epoch == epoch => (true, b.fenced),
                 _ => (false, true),
@@ -169,7 +168,6 @@ impl Controller {
     /// Partition changes for a broker that is going away (fenced or shutting down).
     fn broker_gone_changes(&self, broker: i32) -> Vec<Record> {
         let img = self.image();
-        let img = img.read();
         let cfg = self.config_from(&img);
         let live = |b: i32| img.is_live(b);
         let mut out = Vec::new();
@@ -188,7 +186,6 @@ impl Controller {
     /// Partition changes for a broker that came back: offline partitions it can lead.
     fn broker_back_changes(&self, broker: i32) -> Vec<Record> {
         let img = self.image();
-        let img = img.read();
         let cfg = self.config_from(&img);
         let live = |b: i32| b == broker || img.is_live(b);
         let mut out = Vec::new();
@@ -220,7 +217,6 @@ impl Controller {
     ) -> Result<Response> {
         let change = {
             let img = self.image();
-            let img = img.read();
             if img.brokers.get(&broker).is_none_or(|b| b.epoch != epoch || b.fenced) {
                 return Err(Error::StaleBrokerEpoch);
             }
@@ -257,7 +253,6 @@ impl Controller {
     async fn elect_leaders(&self, preferred: bool, which: Option<Vec<(String, i32)>>) -> Result<Response> {
         let (recs, results) = {
             let img = self.image();
-            let img = img.read();
             let live = |b: i32| img.is_live(b);
             let targets: Vec<(String, i32)> = match which {
                 Some(v) => v,
@@ -291,7 +286,7 @@ impl Controller {
             }
             (recs, results)
         };
-        let offset = if recs.is_empty() { self.image().read().offset } else { self.quorum.propose(recs).await? };
+        let offset = if recs.is_empty() { self.image().offset } else { self.quorum.propose(recs).await? };
         Ok(Response::Elected { results, offset })
     }
 
@@ -299,7 +294,6 @@ impl Controller {
         let mut recs = Vec::new();
         let results: Vec<Result<()>> = {
             let img = self.image();
-            let img = img.read();
             let live = |b: i32| img.is_live(b);
             items
                 .iter()
@@ -316,7 +310,7 @@ impl Controller {
                 })
                 .collect()
         };
-        let offset = if recs.is_empty() { self.image().read().offset } else { self.quorum.propose(recs).await? };
+        let offset = if recs.is_empty() { self.image().offset } else { self.quorum.propose(recs).await? };
         Ok(Response::Each { results, offset })
     }
 
@@ -327,7 +321,7 @@ impl Controller {
             return;
         }
         let _turn = self.ops.lock().await;
-        if self.image().read().cluster_id.is_none() {
+        if self.image().cluster_id.is_none() {
             // The first active controller names the cluster; a later duplicate is ignored on apply.
             let boot = self.bootstrap.lock().clone();
             let records = match &boot {
@@ -342,7 +336,7 @@ impl Controller {
                         let _ = std::fs::rename(&file, file.with_extension("json.migrated"));
                         *self.bootstrap.lock() = None;
                     }
-                    None => tracing::info!(cluster = ?self.image().read().cluster_id, "new cluster"),
+                    None => tracing::info!(cluster = ?self.image().cluster_id, "new cluster"),
                 },
                 Err(e) => tracing::debug!(error = %e, "could not name the cluster yet"),
             }
@@ -353,7 +347,6 @@ impl Controller {
         let timeout = cfg.get_i64("broker.session.timeout.ms");
         let expired: Vec<(i32, u64)> = {
             let img = self.image();
-            let img = img.read();
             let mut hb = self.heartbeats.lock();
             img.brokers
                 .values()
@@ -386,7 +379,6 @@ impl Controller {
     /// Preferred-leader elections for brokers whose imbalance ratio exceeds `percent`.
     fn rebalance_changes(&self, percent: i64) -> Vec<Record> {
         let img = self.image();
-        let img = img.read();
         let live = |b: i32| img.is_live(b);
         let mut preferred_count: HashMap<i32, (u32, u32)> = HashMap::new();
         for t in img.topics.values() {
@@ -434,7 +426,7 @@ impl Controller {
                     })
                     .collect(),
             },
-            None => Response::Snapshot { image: self.image().read().to_snapshot() },
+            None => Response::Snapshot { image: self.image().to_snapshot() },
         }
     }
 }

@@ -9,12 +9,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use parking_lot::RwLock;
 use raft::eraftpb::{EntryType, Message};
 use raft::{RawNode, StateRole};
 
 use super::raft_store::RaftStore;
 use crate::metadata::image::Image;
+use crate::metadata::published::Published;
 use crate::metadata::records::RecordBatch;
 
 /// Raft timing, in ticks.
@@ -53,7 +53,7 @@ pub struct QuorumNode {
     pub id: u64,
     raw: RawNode<RaftStore>,
     store: RaftStore,
-    image: Arc<RwLock<Image>>,
+    image: Arc<Published>,
     last_leader: u64,
     /// Record bytes applied since the last snapshot.
     bytes_since_snapshot: u64,
@@ -84,11 +84,11 @@ impl QuorumNode {
         };
         cfg.validate()?;
         let raw = RawNode::new(&cfg, store.clone(), &discard_logger())?;
-        Ok(QuorumNode { id, raw, store, image: Arc::new(RwLock::new(image)), last_leader: 0, bytes_since_snapshot: 0 })
+        Ok(QuorumNode { id, raw, store, image: Arc::new(Published::new(image)), last_leader: 0, bytes_since_snapshot: 0 })
     }
 
-    /// The image this node has applied (shared: readers take the lock briefly).
-    pub fn image(&self) -> Arc<RwLock<Image>> {
+    /// The image this node has applied, published as snapshots.
+    pub fn image(&self) -> Arc<Published> {
         self.image.clone()
     }
 
@@ -171,7 +171,7 @@ impl QuorumNode {
             let image = Image::from_snapshot(&snap.data).map_err(anyhow::Error::msg)?;
             self.store.apply_snapshot(snap)?;
             self.bytes_since_snapshot = 0;
-            *self.image.write() = image;
+            self.image.publish(image);
         }
         self.apply(rd.take_committed_entries(), &mut out)?;
         self.store.append(rd.entries())?;
@@ -204,26 +204,28 @@ impl QuorumNode {
         if entries.is_empty() {
             return Ok(());
         }
-        let mut image = self.image.write();
-        for e in entries {
-            if e.get_entry_type() != EntryType::EntryNormal || e.data.is_empty() {
-                image.offset = image.offset.max(e.index);
-                continue;
-            }
-            self.bytes_since_snapshot += e.data.len() as u64;
-            match RecordBatch::decode(&e.data) {
-                Ok(batch) => {
-                    for r in &batch.records {
-                        image.apply(e.index, r);
-                    }
+        // One copy of the image per ready batch of entries, published when all are applied.
+        self.image.update(|image| {
+            for e in entries {
+                if e.get_entry_type() != EntryType::EntryNormal || e.data.is_empty() {
+                    image.offset = image.offset.max(e.index);
+                    continue;
                 }
-                // A batch from a newer build: applying part of the log would be worse than stopping.
-                Err(msg) => anyhow::bail!("metadata log entry {}: {msg}", e.index),
+                self.bytes_since_snapshot += e.data.len() as u64;
+                match RecordBatch::decode(&e.data) {
+                    Ok(batch) => {
+                        for r in &batch.records {
+                            image.apply(e.index, r);
+                        }
+                    }
+                    // A batch from a newer build: applying part of the log would be worse than stopping.
+                    Err(msg) => anyhow::bail!("metadata log entry {}: {msg}", e.index),
+                }
+                image.offset = image.offset.max(e.index);
+                out.applied.push(Applied { offset: e.index, context: e.context.to_vec() });
             }
-            image.offset = image.offset.max(e.index);
-            out.applied.push(Applied { offset: e.index, context: e.context.to_vec() });
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     fn maybe_snapshot(&mut self) -> anyhow::Result<()> {
@@ -237,7 +239,7 @@ impl QuorumNode {
     /// Forces a snapshot at the applied index (tests use it to exercise the snapshot path).
     pub fn snapshot_now(&mut self) -> anyhow::Result<()> {
         let applied = self.raw.raft.raft_log.applied;
-        let bytes = self.image.read().to_snapshot();
+        let bytes = self.image.load().to_snapshot();
         self.store.compact(applied, bytes)?;
         self.bytes_since_snapshot = 0;
         Ok(())

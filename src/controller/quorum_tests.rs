@@ -108,7 +108,7 @@ impl Sim {
     }
 
     fn images(&self) -> Vec<Image> {
-        self.nodes.values().map(|n| n.image().read().clone()).collect()
+        self.nodes.values().map(|n| Image::clone(&n.image().load())).collect()
     }
 
     /// Runs until every live node has applied the same image (and returns it).

@@ -19,7 +19,6 @@ impl Controller {
         let mut recs = Vec::new();
         {
             let img = self.image();
-            let img = img.read();
             let mut names_seen = std::collections::HashSet::new();
             for req in &topics {
                 let r = if !names_seen.insert(req.name.clone()) {
@@ -36,7 +35,7 @@ impl Controller {
                 results.push(r);
             }
         }
-        let offset = if validate_only || recs.is_empty() { self.image().read().offset } else { self.quorum.propose(recs).await? };
+        let offset = if validate_only || recs.is_empty() { self.image().offset } else { self.quorum.propose(recs).await? };
         for t in results.iter().flatten() {
             if !validate_only {
                 tracing::info!(topic = %t.name, partitions = t.partitions.len(), id = %t.id, "created topic");
@@ -123,7 +122,6 @@ impl Controller {
         let mut recs = Vec::new();
         let results: Vec<Result<()>> = {
             let img = self.image();
-            let img = img.read();
             names
                 .iter()
                 .map(|n| {
@@ -135,7 +133,7 @@ impl Controller {
                 })
                 .collect()
         };
-        let offset = if recs.is_empty() { self.image().read().offset } else { self.quorum.propose(recs).await? };
+        let offset = if recs.is_empty() { self.image().offset } else { self.quorum.propose(recs).await? };
         Ok(Response::Each { results, offset })
     }
 
@@ -148,7 +146,6 @@ impl Controller {
     ) -> Result<Response> {
         let recs = {
             let img = self.image();
-            let img = img.read();
             let t = img.topics.get(name).ok_or(Error::UnknownTopicOrPartition)?;
             let current = t.partitions.len() as i32;
             if count < current {
@@ -196,7 +193,7 @@ impl Controller {
                 .collect::<Vec<_>>()
         };
         if validate_only {
-            return Ok(Response::Done { offset: self.image().read().offset });
+            return Ok(Response::Done { offset: self.image().offset });
         }
         let offset = self.quorum.propose(recs).await?;
         tracing::info!(topic = %name, to = count, "added partitions");
@@ -206,7 +203,6 @@ impl Controller {
     pub(super) async fn set_configs(&self, target: ConfigTarget, configs: BTreeMap<String, String>) -> Result<Response> {
         let recs: Vec<Record> = {
             let img = self.image();
-            let img = img.read();
             let (current, make): (&BTreeMap<String, String>, Box<dyn Fn(String, Option<String>) -> Record>) = match &target {
                 ConfigTarget::Topic(name) => {
                     let t = img.topics.get(name).ok_or(Error::UnknownTopicOrPartition)?;
@@ -219,7 +215,7 @@ impl Controller {
             recs.extend(configs.iter().filter(|(k, v)| current.get(*k) != Some(v)).map(|(k, v)| make(k.clone(), Some(v.clone()))));
             recs
         };
-        let offset = if recs.is_empty() { self.image().read().offset } else { self.quorum.propose(recs).await? };
+        let offset = if recs.is_empty() { self.image().offset } else { self.quorum.propose(recs).await? };
         Ok(Response::Done { offset })
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod image;
 pub mod names;
+pub mod published;
 pub mod records;
 
 use std::collections::BTreeMap;

@@ -41,7 +41,7 @@ pub async fn run(leader: i32, cluster: Arc<Cluster>, mut parts: watch::Receiver<
             }
             continue;
         }
-        let addr = cluster.image().read().live_broker(leader).map(|b| b.address());
+        let addr = cluster.image().live_broker(leader).map(|b| b.address());
         let Some(addr) = addr else {
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
