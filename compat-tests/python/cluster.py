@@ -182,7 +182,29 @@ def live_broker_ids(bootstrap, source="cluster", timeout=5.0):
 
 
 def controller_id(bootstrap, timeout=5.0):
+    """The controller DescribeCluster names: a live broker to send controller-bound
+    admin requests to (KIP-590), not necessarily the active controller."""
     return describe_cluster(bootstrap, timeout)[0]
+
+
+def quorum_leader(port, timeout=5.0):
+    """The active controller (the metadata quorum's leader, or -1) from a raw
+    DescribeQuorum v0 to one node."""
+    body = (kproto.uvarint(2) + kproto.compact_string("__cluster_metadata")
+            + kproto.uvarint(2) + kproto.i32(0) + kproto.EMPTY_TAGS + kproto.EMPTY_TAGS
+            + kproto.EMPTY_TAGS)
+    with kproto.Conn(port, timeout=timeout) as c:
+        r = c.request(kproto.DESCRIBE_QUORUM, 0, body)
+    err = r.i16()
+    if err != 0:
+        raise AssertionError(f"DescribeQuorum error {err}")
+    r.uvarint()  # topics
+    r.compact_string()
+    r.uvarint()  # partitions
+    _index, err, leader = r.i32(), r.i16(), r.i32()
+    if err != 0:
+        raise AssertionError(f"DescribeQuorum partition error {err}")
+    return leader
 
 
 def _node_id(node):
@@ -578,7 +600,20 @@ class Cluster:
         return live_broker_ids(self._bs(via), source, timeout)
 
     def controller_id(self, via=None, timeout=5.0):
+        """What DescribeCluster names as controller (see `controller_id`)."""
         return controller_id(self._bs(via), timeout)
+
+    def active_controller(self, via=None, timeout=5.0):
+        """The metadata quorum's leader as DescribeQuorum reports it, asked of `via` (a
+        node id) or the first node that is up; -1 if there is none."""
+        ids = self.up_ids() if via is None else ([via] if isinstance(via, int) else list(via))
+        last = None
+        for i in ids:
+            try:
+                return quorum_leader(self.nodes[i].port, timeout)
+            except Exception as e:  # noqa: BLE001 - try the next node
+                last = e
+        raise AssertionError(f"no node of {ids} answered DescribeQuorum: {last!r}")
 
     def partitions(self, topic, via=None, timeout=5.0, source="describe"):
         """{partition: PartitionState} from describe_topics, or with source="metadata"
@@ -612,9 +647,10 @@ class Cluster:
                           timeout, what=f"live brokers == {expected}")
 
     def wait_controller(self, timeout=10.0, exclude=(), via=None):
-        """A controller id reported by describe_cluster that is not -1/excluded."""
+        """The active controller (DescribeQuorum's leader), once there is one that is
+        not excluded."""
         def check():
-            c = self.controller_id(via, timeout=2)
+            c = self.active_controller(via, timeout=2)
             return c if c not in (-1, None) and c not in exclude else None
         return wait_until(check, timeout, interval=0.1, what=f"a controller not in {list(exclude)}")
 
