@@ -11,6 +11,9 @@ two survivors at once, describe_cluster, then create_topics; both within ROUND_S
 the kill. Then the killed node is restarted and the round ends once every node's own
 Metadata lists all three brokers again (it is registered and unfenced). Every round
 runs even after a failure, so the report says how many failed and why.
+
+Also, on one broker: what it names as controller in each Metadata and DescribeCluster
+version, and its answer to DescribeCluster for controllers (KIP-919).
 """
 
 import os
@@ -18,6 +21,7 @@ import time
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
+import kproto
 from cluster import describe_error, raw_metadata, wait_until
 
 ROUNDS = int(os.environ.get("SLUICE_FAILOVER_ROUNDS", "20"))
@@ -94,3 +98,42 @@ def test_admin_calls_right_after_controller_kill(start_cluster):
     print(f"{ROUNDS - len(failures)} of {ROUNDS} rounds ok in {total:.1f}s")
     assert not failures, (f"{len(failures)} of {ROUNDS} rounds failed ({total:.1f}s):\n"
                           + "\n".join(lines))
+
+
+def _describe_cluster_v1(port, endpoint_type):
+    """(error code, endpoint type, controller id, broker ids) of a raw DescribeCluster v1."""
+    body = kproto.i8(0) + kproto.i8(endpoint_type) + kproto.EMPTY_TAGS
+    with kproto.Conn(port) as c:
+        r = c.request(kproto.DESCRIBE_CLUSTER, 1, body)
+    r.i32()  # throttle
+    err = r.i16()
+    r.compact_string()  # error message
+    etype = r.i8()
+    r.compact_string()  # cluster id
+    ctl = r.i32()
+
+    def broker(rr):
+        bid = rr.i32()
+        rr.compact_string()
+        rr.i32()
+        rr.compact_string()
+        rr.tagged_fields()
+        return bid
+
+    return err, etype, ctl, sorted(r.compact_array(broker) or [])
+
+
+def test_controller_id_of_a_single_broker_and_endpoint_types(broker):
+    """The one broker names itself in Metadata (v1+) and DescribeCluster; Metadata v0,
+    which has no controller field, still answers; DescribeCluster for controllers is
+    MISMATCHED_ENDPOINT_TYPE on a broker listener, as on Kafka's brokers, and an unknown
+    endpoint type is UNSUPPORTED_ENDPOINT_TYPE."""
+    assert raw_metadata(broker.port, [])["controller"] == 1
+    with kproto.Conn(broker.port) as c:
+        r = c.request(kproto.METADATA, 0, kproto.array([], kproto.string))
+    brokers = r.array(lambda rr: (rr.i32(), rr.string(), rr.i32())[0])
+    assert brokers == [1], brokers
+    assert r.i32() == 0 and r.remaining() == 0  # no topics, and no controller field
+    assert _describe_cluster_v1(broker.port, 1) == (0, 1, 1, [1])
+    assert _describe_cluster_v1(broker.port, 2)[0] == 114  # MISMATCHED_ENDPOINT_TYPE
+    assert _describe_cluster_v1(broker.port, 7)[0] == 115  # UNSUPPORTED_ENDPOINT_TYPE

@@ -119,10 +119,16 @@ pub async fn handle(ctx: &Ctx<'_>, req: MetadataRequest) -> MetadataResponse {
 
 pub async fn describe_cluster(ctx: &Ctx<'_>, req: DescribeClusterRequest) -> DescribeClusterResponse {
     let resp = DescribeClusterResponse::default().with_cluster_id(sb(ctx.broker.cluster_id.clone()));
-    // Endpoint type 1 is brokers; 2 (controllers) only exists on the controller listener.
+    // Endpoint type 1 is brokers. Kafka describes controllers (2, KIP-919) only on a
+    // controller listener, and a broker answers MISMATCHED_ENDPOINT_TYPE; Sluice's
+    // controller listener is not a Kafka listener, so this is the only answer for 2.
     if ctx.version >= 1 && req.endpoint_type != 1 {
+        let e = match req.endpoint_type {
+            2 => Error::MismatchedEndpointType(2),
+            t => Error::UnsupportedEndpointType(t),
+        };
         return resp
-            .with_error_code(Error::UnsupportedEndpointType(req.endpoint_type).code())
+            .with_error_code(e.code())
             .with_error_message(Some(sb("this listener only describes brokers")))
             .with_endpoint_type(req.endpoint_type)
             .with_controller_id((-1).into());
