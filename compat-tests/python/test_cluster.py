@@ -18,7 +18,8 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 
 import cluster as cl
-from cluster import DevCluster, describe_error, produce_values, raw_metadata, wait_until
+from cluster import describe_error, produce_values, raw_metadata, wait_until
+from dev_cluster import DevCluster
 from helpers import read_all
 
 SESSION_S = 3.0  # broker.session.timeout.ms
