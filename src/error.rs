@@ -51,6 +51,8 @@ pub enum Error {
     FetchSessionIdNotFound(i32),
     #[error("unsupported endpoint type {0}")]
     UnsupportedEndpointType(i8),
+    #[error("endpoint type {0} is not served on this listener")]
+    MismatchedEndpointType(i8),
     #[error("illegal generation {0}")]
     IllegalGeneration(i32),
     #[error("inconsistent group protocol")]
@@ -184,6 +186,7 @@ impl Error {
             UnknownLeaderEpoch(_) => ResponseError::UnknownLeaderEpoch,
             FetchSessionIdNotFound(_) => ResponseError::FetchSessionIdNotFound,
             UnsupportedEndpointType(_) => ResponseError::UnsupportedEndpointType,
+            MismatchedEndpointType(_) => ResponseError::MismatchedEndpointType,
             IllegalGeneration(_) => ResponseError::IllegalGeneration,
             InconsistentGroupProtocol => ResponseError::InconsistentGroupProtocol,
             InvalidGroupId => ResponseError::InvalidGroupId,

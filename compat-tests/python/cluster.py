@@ -182,7 +182,29 @@ def live_broker_ids(bootstrap, source="cluster", timeout=5.0):
 
 
 def controller_id(bootstrap, timeout=5.0):
+    """The controller DescribeCluster names: a live broker to send controller-bound
+    admin requests to (KIP-590), not necessarily the active controller."""
     return describe_cluster(bootstrap, timeout)[0]
+
+
+def quorum_leader(port, timeout=5.0):
+    """The active controller (the metadata quorum's leader, or -1) from a raw
+    DescribeQuorum v0 to one node."""
+    body = (kproto.uvarint(2) + kproto.compact_string("__cluster_metadata")
+            + kproto.uvarint(2) + kproto.i32(0) + kproto.EMPTY_TAGS + kproto.EMPTY_TAGS
+            + kproto.EMPTY_TAGS)
+    with kproto.Conn(port, timeout=timeout) as c:
+        r = c.request(kproto.DESCRIBE_QUORUM, 0, body)
+    err = r.i16()
+    if err != 0:
+        raise AssertionError(f"DescribeQuorum error {err}")
+    r.uvarint()  # topics
+    r.compact_string()
+    r.uvarint()  # partitions
+    _index, err, leader = r.i32(), r.i16(), r.i32()
+    if err != 0:
+        raise AssertionError(f"DescribeQuorum partition error {err}")
+    return leader
 
 
 def _node_id(node):
@@ -578,7 +600,20 @@ class Cluster:
         return live_broker_ids(self._bs(via), source, timeout)
 
     def controller_id(self, via=None, timeout=5.0):
+        """What DescribeCluster names as controller (see `controller_id`)."""
         return controller_id(self._bs(via), timeout)
+
+    def active_controller(self, via=None, timeout=5.0):
+        """The metadata quorum's leader as DescribeQuorum reports it, asked of `via` (a
+        node id) or the first node that is up; -1 if there is none."""
+        ids = self.up_ids() if via is None else ([via] if isinstance(via, int) else list(via))
+        last = None
+        for i in ids:
+            try:
+                return quorum_leader(self.nodes[i].port, timeout)
+            except Exception as e:  # noqa: BLE001 - try the next node
+                last = e
+        raise AssertionError(f"no node of {ids} answered DescribeQuorum: {last!r}")
 
     def partitions(self, topic, via=None, timeout=5.0, source="describe"):
         """{partition: PartitionState} from describe_topics, or with source="metadata"
@@ -612,9 +647,10 @@ class Cluster:
                           timeout, what=f"live brokers == {expected}")
 
     def wait_controller(self, timeout=10.0, exclude=(), via=None):
-        """A controller id reported by describe_cluster that is not -1/excluded."""
+        """The active controller (DescribeQuorum's leader), once there is one that is
+        not excluded."""
         def check():
-            c = self.controller_id(via, timeout=2)
+            c = self.active_controller(via, timeout=2)
             return c if c not in (-1, None) and c not in exclude else None
         return wait_until(check, timeout, interval=0.1, what=f"a controller not in {list(exclude)}")
 
@@ -693,111 +729,3 @@ def produce_values(bootstrap, topic, values, partition=None, flush_timeout=30.0,
         p.poll(0)
     left = p.flush(flush_timeout)
     return acked, errors, left
-
-
-# ---------------------------------------------------------------------------
-# `sluice dev-cluster`
-# ---------------------------------------------------------------------------
-BOOTSTRAP_LINE = re.compile(r"bootstrap servers:\s*(\S+)")
-NODE_LINE = re.compile(r"node (\d+) pid (\d+) listening (\S+)")
-
-
-def free_base_port(offsets=(0, 1, 2, 100, 101, 102), lo=20000, hi=60000, tries=500):
-    """A base port P such that P+o is free for every offset o."""
-    import random
-    rng = random.Random()
-    for _ in range(tries):
-        base = rng.randrange(lo, hi)
-        if all(port_is_free(base + o) for o in offsets):
-            return base
-    raise AssertionError(f"no free base port with offsets {offsets} found")
-
-
-class DevCluster:
-    """`sluice dev-cluster --brokers N --base-port P --data-dir DIR`, output (stdout and
-    stderr) to DIR/../dev-cluster.log. `shutdown()` SIGTERMs it (SIGKILL after a grace
-    period) and then SIGKILLs any child it reported (`node <id> pid <pid> ...`) that
-    is still alive, checked by pid and by its command line naming our data dir."""
-
-    def __init__(self, base_dir, brokers=3, base_port=None):
-        self.base_dir = Path(base_dir)
-        self.base_dir.mkdir(parents=True, exist_ok=True)
-        self.data_dir = self.base_dir / "data"
-        self.log_path = self.base_dir / "dev-cluster.log"
-        self.brokers = brokers
-        self.base_port = base_port or free_base_port()
-        self.proc = None
-        self.bootstrap = None
-        self.children = {}  # node id -> (pid, "host:port")
-
-    def command(self):
-        return [sluice_bin(), "dev-cluster", "--brokers", str(self.brokers),
-                "--base-port", str(self.base_port), "--data-dir", str(self.data_dir)]
-
-    def start(self):
-        binary = sluice_bin()
-        if not os.path.exists(binary):
-            raise AssertionError(f"sluice binary not found at {binary} (set SLUICE_BIN)")
-        with open(self.log_path, "ab") as log:
-            log.write(f"===== {' '.join(self.command())}\n".encode())
-            log.flush()
-            self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL,
-                                         stdout=log, stderr=subprocess.STDOUT)
-        return self
-
-    def output(self):
-        try:
-            return self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
-
-    def parse(self):
-        out = self.output()
-        m = BOOTSTRAP_LINE.search(out)
-        self.bootstrap = m.group(1) if m else None
-        self.children = {int(i): (int(pid), addr) for i, pid, addr in NODE_LINE.findall(out)}
-        return self.bootstrap, self.children
-
-    def wait_output(self, timeout=30.0):
-        """Waits for the bootstrap line and one node line per broker."""
-        deadline = time.monotonic() + timeout
-        while True:
-            self.parse()
-            if self.bootstrap and len(self.children) >= self.brokers:
-                return self.bootstrap, self.children
-            if self.proc.poll() is not None:
-                raise AssertionError(f"dev-cluster exited with code {self.proc.returncode} "
-                                     f"before printing its nodes:\n{tail_lines(self.log_path)}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"dev-cluster did not print a bootstrap line and "
-                                     f"{self.brokers} node lines within {timeout}s:\n"
-                                     f"{tail_lines(self.log_path)}")
-            time.sleep(0.1)
-
-    def is_ours(self, pid):
-        return pid_alive(pid) and str(self.data_dir) in pid_cmdline(pid)
-
-    def shutdown(self, timeout=10.0):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.send_signal(signal.SIGKILL)
-                self.proc.wait()
-        self.parse()
-        deadline = time.monotonic() + 5
-        for pid, _ in self.children.values():
-            while self.is_ours(pid) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            if self.is_ours(pid):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    continue
-                end = time.monotonic() + 5
-                while pid_alive(pid) and time.monotonic() < end:
-                    time.sleep(0.05)
-
-    def report_sections(self):
-        return [(f"sluice dev-cluster output ({self.log_path})", tail_lines(self.log_path, 150))]

@@ -96,7 +96,7 @@ def test_slow_follower_leaves_and_rejoins_isr(start_cluster):
     topic = "slow-follower"
     st = _rf3_topic(c, topic, {"min.insync.replicas": "1"})[0]
     leader = st.leader
-    ctl = c.controller_id()
+    ctl = c.active_controller()
     followers = [i for i in st.replicas if i != leader]
     slow = next((i for i in followers if i != ctl), followers[0])
 
@@ -419,7 +419,7 @@ def test_random_kill_loop(start_cluster):
         wait_until(lambda: len(prod.acked) >= 200, 20, what="200 acks before the first kill")
         for it in range(ITERATIONS):
             try:
-                ctl = c.controller_id(timeout=3)
+                ctl = c.active_controller(timeout=3)
             except Exception:  # noqa: BLE001 - then just a random node
                 ctl = None
             pick_ctl = rng.random() < 0.35
@@ -491,7 +491,7 @@ def test_leader_crash_with_running_consumer(start_cluster):
 
             # A dead controller is replaced first (about a second), and the new one gives
             # every broker a full session before fencing it, as Kafka's does.
-            allowance = SESSION_S + 2 + (2 if c.controller_id() == victim else 0)
+            allowance = SESSION_S + 2 + (2 if c.active_controller() == victim else 0)
             c.kill(victim)
             t0 = time.monotonic()
             # Asked of a surviving broker directly: its Metadata needs no controller.

@@ -1,4 +1,5 @@
-//! Metadata and DescribeCluster: what this one-broker cluster looks like.
+//! Metadata and DescribeCluster: the live brokers, the topics, and whom to send
+//! controller-bound requests to.
 
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
@@ -36,20 +37,31 @@ pub(crate) fn topic_entry(broker: &Broker, t: &Topic) -> MetadataResponseTopic {
         .with_partitions(partitions)
 }
 
-/// Live brokers, as (id, host, port, rack).
-fn live_brokers(broker: &Broker) -> Vec<(i32, String, i32, Option<String>)> {
+/// Live brokers, as (id, host, port, rack), and the id clients are told is the controller.
+fn live_brokers(broker: &Broker) -> (Vec<(i32, String, i32, Option<String>)>, i32) {
     let img = broker.cluster.image();
-    img.live_brokers().iter().map(|b| (b.id, b.host.clone(), b.port, b.rack.clone())).collect()
+    let live: Vec<_> = img.live_brokers().iter().map(|b| (b.id, b.host.clone(), b.port, b.rack.clone())).collect();
+    let controller = controller_id(broker.identity.node_id, img.is_live(broker.identity.node_id), &live);
+    (live, controller)
 }
 
-/// The id clients are told is the controller: the active one, when it is a live broker.
-fn controller_id(broker: &Broker) -> i32 {
-    let live = live_brokers(broker);
-    match broker.cluster.active_controller() {
-        Some(c) if live.iter().any(|b| b.0 == c) => c,
-        // A dedicated controller is not reachable by clients: name a live broker, as Kafka does.
-        _ => live.first().map_or(-1, |b| b.0),
+/// The broker named as `controller_id` in Metadata and DescribeCluster.
+///
+/// Kafka in KRaft mode never shows clients the quorum leader (KIP-590): it names a random
+/// live broker, and that broker forwards controller-bound requests to the active
+/// controller, as `Cluster::call` does here. The quorum leader is the wrong answer while
+/// it is being replaced: a client that asks during the election caches the dead node and
+/// sends its admin requests there until they time out. So Sluice is stricter than Kafka:
+/// the answering broker names itself when it is registered and unfenced (the client just
+/// reached it); otherwise, like Kafka, a random live broker; -1 if there is none.
+fn controller_id(me: i32, me_live: bool, live: &[(i32, String, i32, Option<String>)]) -> i32 {
+    if me_live {
+        return me;
     }
+    if live.is_empty() {
+        return -1;
+    }
+    live[(uuid::Uuid::new_v4().as_u128() % live.len() as u128) as usize].0
 }
 
 fn error_entry(name: Option<String>, id: uuid::Uuid, e: &Error) -> MetadataResponseTopic {
@@ -89,7 +101,8 @@ pub async fn handle(ctx: &Ctx<'_>, req: MetadataRequest) -> MetadataResponse {
             })
             .collect()
     };
-    let brokers = live_brokers(broker)
+    let (live, controller) = live_brokers(broker);
+    let brokers = live
         .into_iter()
         .map(|(id, host, port, rack)| {
             MetadataResponseBroker::default().with_node_id(id.into()).with_host(sb(host)).with_port(port).with_rack(rack.map(sb))
@@ -98,25 +111,32 @@ pub async fn handle(ctx: &Ctx<'_>, req: MetadataRequest) -> MetadataResponse {
     MetadataResponse::default()
         .with_brokers(brokers)
         .with_cluster_id(Some(sb(broker.cluster_id.clone())))
-        .with_controller_id(controller_id(broker).into())
+        .with_controller_id(controller.into())
         .with_topics(topics)
 }
 
 pub async fn describe_cluster(ctx: &Ctx<'_>, req: DescribeClusterRequest) -> DescribeClusterResponse {
     let resp = DescribeClusterResponse::default().with_cluster_id(sb(ctx.broker.cluster_id.clone()));
-    // Endpoint type 1 is brokers; 2 (controllers) only exists on the controller listener.
+    // Endpoint type 1 is brokers. Kafka describes controllers (2, KIP-919) only on a
+    // controller listener, and a broker answers MISMATCHED_ENDPOINT_TYPE; Sluice's
+    // controller listener is not a Kafka listener, so this is the only answer for 2.
     if ctx.version >= 1 && req.endpoint_type != 1 {
+        let e = match req.endpoint_type {
+            2 => Error::MismatchedEndpointType(2),
+            t => Error::UnsupportedEndpointType(t),
+        };
         return resp
-            .with_error_code(Error::UnsupportedEndpointType(req.endpoint_type).code())
+            .with_error_code(e.code())
             .with_error_message(Some(sb("this listener only describes brokers")))
             .with_endpoint_type(req.endpoint_type)
             .with_controller_id((-1).into());
     }
-    let brokers = live_brokers(ctx.broker)
+    let (live, controller) = live_brokers(ctx.broker);
+    let brokers = live
         .into_iter()
         .map(|(id, host, port, rack)| {
             DescribeClusterBroker::default().with_broker_id(id.into()).with_host(sb(host)).with_port(port).with_rack(rack.map(sb))
         })
         .collect();
-    resp.with_endpoint_type(1).with_controller_id(controller_id(ctx.broker).into()).with_brokers(brokers)
+    resp.with_endpoint_type(1).with_controller_id(controller.into()).with_brokers(brokers)
 }

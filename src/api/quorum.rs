@@ -21,7 +21,12 @@ pub async fn describe_quorum(ctx: &Ctx<'_>, req: DescribeQuorumRequest) -> Descr
     let timeout = std::time::Duration::from_secs(10);
     let info = match ctx.broker.cluster.call(Request::DescribeQuorum, timeout).await {
         Ok(Response::Quorum(q)) => q,
-        Ok(_) => return DescribeQuorumResponse::default().with_error_code(Error::NotController.code()),
+        // `call` follows NOT_CONTROLLER answers itself: any other answer is a bug, not a redirect.
+        Ok(other) => {
+            let e = Error::InvalidRequest(format!("unexpected controller answer {other:?}"));
+            let r = DescribeQuorumResponse::default().with_error_code(e.code());
+            return if ctx.version >= 2 { r.with_error_message(Some(sb(e.message()))) } else { r };
+        }
         Err(e) => {
             let r = DescribeQuorumResponse::default().with_error_code(e.code());
             return if ctx.version >= 2 { r.with_error_message(Some(sb(e.message()))) } else { r };

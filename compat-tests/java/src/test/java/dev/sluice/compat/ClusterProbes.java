@@ -41,11 +41,23 @@ final class ClusterProbes {
                 .map(Node::id).collect(Collectors.toCollection(TreeSet::new));
     }
 
-    /** describeCluster().controller() as an id, or null if none is reported. */
+    /**
+     * describeCluster().controller() as an id, or null if none is reported: the live broker to
+     * send controller-bound requests to (the one that answered, on Sluice), not the quorum leader.
+     */
     static Integer controllerId(Admin admin) throws Exception {
         var result = admin.describeCluster(new DescribeClusterOptions().timeoutMs(PROBE_TIMEOUT_MS));
         Node c = result.controller().get(PROBE_TIMEOUT_MS + 500L, TimeUnit.MILLISECONDS);
         return c == null || c.isEmpty() || c.id() < 0 ? null : c.id();
+    }
+
+    /**
+     * The active controller: the metadata quorum's leader from describeMetadataQuorum, or null if
+     * there is none. (describeCluster().controller() is only a live broker that forwards to it.)
+     */
+    static Integer activeControllerId(Admin admin) throws Exception {
+        int leader = quorum(admin).leaderId();
+        return leader < 0 ? null : leader;
     }
 
     static QuorumInfo quorum(Admin admin) throws Exception {
