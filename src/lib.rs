@@ -1,6 +1,25 @@
 //! Sluice: a Kafka wire-protocol compatible broker.
 //!
 //! A request travels net → api → partition → log; see `../shared/design.md`.
+//!
+//! # Layers
+//! Each top-level module imports only from modules below it ([`LAYERS`] lists them
+//! bottom up; `tests/layers.rs` fails on an import that points up or sideways):
+//!
+//! | layer | modules | holds |
+//! |---|---|---|
+//! | 1 | `clock`, `error`, `config` | time as an input, the one error-to-code mapping, settings |
+//! | 2 | `log` | segments, indexes, cleaner; byte formats (batches, records, control batches, producer state) |
+//! | 3 | `metadata` | metadata records, the image, its published snapshots, name rules |
+//! | 4 | `partition` | one partition's replica state and ISR bookkeeping, the replica manager, fetch watchers, the coordinators' interface |
+//! | 5 | `controller` | the Raft metadata quorum and the active controller |
+//! | 6 | `cluster` | a broker's registration, heartbeats, controller calls, peer connections |
+//! | 7 | `replication` | follower fetchers and the leader's ISR change requests |
+//! | 8 | `group`, `txn` | the coordinators, through `partition::InternalPartitions` / `txn::TxnHost` |
+//! | 9 | `broker` | wiring: builds the services and implements the coordinators' interfaces |
+//! | 10 | `api`, `metrics` | one handler per API family; the metrics page |
+//! | 11 | `net` | listener and connection loop |
+//! | 12 | `dev_cluster` | the local multi-node cluster command |
 
 pub mod api;
 pub mod broker;
@@ -21,3 +40,19 @@ pub mod txn;
 
 #[cfg(test)]
 mod testing;
+
+/// The top-level modules, bottom layer first; modules in one layer may not import each other.
+pub const LAYERS: &[&[&str]] = &[
+    &["clock", "error", "config", "testing"],
+    &["log"],
+    &["metadata"],
+    &["partition"],
+    &["controller"],
+    &["cluster"],
+    &["replication"],
+    &["group", "txn"],
+    &["broker"],
+    &["api", "metrics"],
+    &["net"],
+    &["dev_cluster"],
+];
