@@ -283,3 +283,36 @@ pub fn code_of<T>(r: &Result<T>) -> i16 {
         Err(e) => e.code(),
     }
 }
+
+/// Checks one of the design's invariants (HW ≤ LEO, HW never back on a leader, leader
+/// epochs only grow). Unit tests panic on a violation. A running broker logs it at
+/// error level with the words "invariant violated", which the process-level test
+/// harnesses look for in every node's log and fail on. The broker keeps serving, since
+/// a panic would take the partition's other clients down with it.
+#[macro_export]
+macro_rules! invariant {
+    ($cond:expr, $($msg:tt)+) => {
+        if !$cond {
+            if cfg!(test) {
+                panic!("invariant violated: {}", format!($($msg)+));
+            } else {
+                tracing::error!("invariant violated: {}", format!($($msg)+));
+            }
+        }
+    };
+}
+
+#[cfg(test)]
+mod invariant_tests {
+    #[test]
+    #[should_panic(expected = "invariant violated: 2 > 3")]
+    fn a_broken_invariant_fails_a_unit_test() {
+        let (a, b) = (2, 3);
+        crate::invariant!(a > b, "{a} > {b}");
+    }
+
+    #[test]
+    fn a_kept_invariant_is_silent() {
+        crate::invariant!(1 < 2, "never");
+    }
+}

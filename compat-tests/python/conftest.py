@@ -149,6 +149,28 @@ class Broker:
         return f"Broker({self.bootstrap}, data_dir={self.data_dir})"
 
 
+INVARIANT_MARK = "invariant violated"
+
+
+def invariant_violations(paths):
+    """Lines of the brokers' logs where a design invariant was found broken (the broker
+    logs them and goes on serving; a test run must not)."""
+    found = []
+    for p in paths:
+        try:
+            text = Path(p).read_text(errors="replace")
+        except OSError:
+            continue
+        found += [f"{p}: {line.strip()}" for line in text.splitlines() if INVARIANT_MARK in line]
+    return found
+
+
+def fail_on_invariant_violations(paths):
+    found = invariant_violations(paths)
+    if found:
+        pytest.fail("a broker found an invariant broken:\n" + "\n".join(found[:20]), pytrace=False)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
@@ -185,6 +207,7 @@ def start_broker(request, tmp_path):
     yield factory
     for b in brokers:
         b.stop(kill=False, timeout=10.0)
+    fail_on_invariant_violations([b.stderr_path for b in brokers])
 
 
 @pytest.fixture
@@ -219,3 +242,4 @@ def start_cluster(request, tmp_path):
     yield factory
     for c in clusters:
         c.shutdown()
+    fail_on_invariant_violations([n.log_path for c in clusters for n in c.nodes.values()])

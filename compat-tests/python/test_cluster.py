@@ -14,6 +14,8 @@ from collections import Counter
 from concurrent.futures import TimeoutError as FutureTimeout
 
 import pytest
+
+from conftest import fail_on_invariant_violations
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 
@@ -293,6 +295,7 @@ def dev_cluster(request, tmp_path):
     clusters.append(d)
     yield d
     d.shutdown()
+    fail_on_invariant_violations([d.log_path])
 
 
 def test_dev_cluster(dev_cluster):

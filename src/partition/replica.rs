@@ -70,6 +70,14 @@ impl Partition {
     pub fn set_replica_state(&self, ps: &PartitionState, me: i32) {
         let mut st = self.state.lock();
         let became_leader = ps.leader == me && (!st.replicas.is_leader() || st.leader_epoch != ps.leader_epoch);
+        crate::invariant!(
+            ps.leader_epoch >= st.leader_epoch,
+            "{}-{}: leader epoch {} after {}",
+            self.topic,
+            self.index,
+            ps.leader_epoch,
+            st.leader_epoch
+        );
         if ps.partition_epoch != st.replicas.partition_epoch {
             // The controller decided something about this partition: pending is settled.
             st.pending_isr.clear();
@@ -130,6 +138,7 @@ impl Partition {
                 hw = hw.min(st.followers.get(r).map_or(-1, |f| f.leo));
             }
         }
+        crate::invariant!(hw <= st.log.log_end_offset(), "{}-{}: high watermark {hw} past the log end", self.topic, self.index);
         if hw > st.high_watermark {
             st.high_watermark = hw;
             self.hw_moved.notify_waiters();
@@ -294,6 +303,14 @@ impl Partition {
     /// with the producer state, aborted-transaction and epoch entries it implied.
     pub fn truncate_to(&self, offset: i64, now_ms: i64) -> Result<i64> {
         let mut st = self.state.lock();
+        // A leader never gives up what its high watermark covers: that was acknowledged.
+        crate::invariant!(
+            !st.replicas.is_leader() || offset >= st.high_watermark,
+            "{}-{}: leader truncating to {offset} below its high watermark {}",
+            self.topic,
+            self.index,
+            st.high_watermark
+        );
         let before = st.log.log_end_offset();
         let leo = st.log.truncate_to(offset, now_ms)?;
         // Even when no batch goes: an epoch this replica led without writing anything
