@@ -277,9 +277,17 @@ impl BrokerConfig {
         self.lookup(key).map(|(v, _)| v).unwrap_or_default()
     }
 
-    /// A numeric broker key; Kafka's default when unset or unparsable.
+    /// A numeric broker key. Values are validated when set (a bad one is a startup error
+    /// or INVALID_CONFIG), so only a key this build does not know as a number can fail
+    /// here: that is a bug (`tests/config_keys.rs` checks every key the code reads), and
+    /// the key's own default is used.
     pub fn get_i64(&self, key: &str) -> i64 {
-        self.get(key).trim().parse().unwrap_or(i64::MAX)
+        let v = self.get(key);
+        v.trim().parse().unwrap_or_else(|_| {
+            let fallback = broker_key(key).and_then(|d| d.default).and_then(|d| d.trim().parse().ok());
+            crate::invariant!(false, "config key '{key}' read as a number but is '{v}'; using {fallback:?}");
+            fallback.unwrap_or(i64::MAX)
+        })
     }
 
     /// A boolean broker key.

@@ -1,0 +1,59 @@
+//! Every config key the code reads by name is one this build knows, of the type it is
+//! read as: a typo or a type mismatch fails here, not silently at run time.
+
+use std::path::Path;
+
+use sluice::config::{broker_key, topic_key, ConfigType};
+
+/// (file, accessor, key) for each `get_i64("k")`, `get_bool("k")` and `get("k")` with a
+/// dotted key in `src/`.
+fn reads() -> Vec<(String, &'static str, String)> {
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for acc in ["get_i64", "get_bool", "get"] {
+            let pat = format!(".{acc}(\"");
+            let mut rest = text.as_str();
+            while let Some(i) = rest.find(&pat) {
+                rest = &rest[i + pat.len()..];
+                let key: String = rest.chars().take_while(|c| *c != '"').collect();
+                if key.contains('.') && key.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '_') {
+                    out.push((f.display().to_string(), acc, key));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_key_read_by_name_exists_with_the_type_it_is_read_as() {
+    let found = reads();
+    assert!(found.len() > 40, "the scan found only {} reads: is it still looking at the right calls?", found.len());
+    let mut wrong = Vec::new();
+    for (file, acc, key) in &found {
+        let def = broker_key(key).or_else(|| topic_key(key));
+        let ok = match (acc, def) {
+            (_, None) => false,
+            (&"get_i64", Some(d)) => matches!(d.kind, ConfigType::Int | ConfigType::Long),
+            (&"get_bool", Some(d)) => d.kind == ConfigType::Boolean,
+            _ => true,
+        };
+        if !ok {
+            wrong.push(format!("{file}: {acc}(\"{key}\") is {:?}", def.map(|d| d.kind)));
+        }
+    }
+    assert!(wrong.is_empty(), "config reads that do not match a known key:\n{}", wrong.join("\n"));
+}
