@@ -4,6 +4,7 @@
 //! back to, so DescribeConfigs can report sources and synonyms the way Kafka does.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 
 /// The type of a config value, as DescribeConfigs reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +79,30 @@ pub static KEYS: &[KeyDef] = &[
     key!("auto.create.topics.enable", Some("true"), Boolean, broker, false, "Create unknown topics on Metadata or Produce."),
     key!("delete.topic.enable", Some("true"), Boolean, broker, false, "Allow DeleteTopics."),
     key!("socket.request.max.bytes", Some("104857600"), Int, broker, false, "Largest request frame accepted."),
+    key!(
+        "max.connections",
+        Some("2147483647"),
+        Int,
+        broker,
+        false,
+        "Most client connections open at once; at the limit the broker accepts no more until one closes."
+    ),
+    key!(
+        "max.connections.per.ip",
+        Some("2147483647"),
+        Int,
+        broker,
+        false,
+        "Most connections from one address; more are closed right after accept. 0 only with overrides."
+    ),
+    key!(
+        "max.connections.per.ip.overrides",
+        Some(""),
+        String,
+        broker,
+        false,
+        "Per-address limits over max.connections.per.ip: host:count,host:count (e.g. 127.0.0.1:200)."
+    ),
     key!("message.max.bytes", Some("1048588"), Int, broker, true, "Largest record batch accepted."),
     key!("log.segment.bytes", Some("1073741824"), Int, broker, true, "Segment size before a roll."),
     key!("log.roll.ms", None, Long, broker, true, "Segment age before a roll (log.roll.hours if unset)."),
@@ -202,6 +227,14 @@ pub fn validate(def: &KeyDef, value: &str) -> Result<(), String> {
                 return Err(bad());
             }
         }
+        "max.connections" | "max.connections.per.ip" => {
+            if value.trim().parse::<i32>().map_or(true, |n| n < 0) {
+                return Err(format!("{}: must be at least 0", bad()));
+            }
+        }
+        "max.connections.per.ip.overrides" => {
+            parse_ip_overrides(value)?;
+        }
         "min.insync.replicas" | "num.partitions" | "max.message.bytes" | "message.max.bytes" => {
             if value.trim().parse::<i64>().unwrap_or(0) < if def.name.starts_with("m") { 0 } else { 1 } {
                 return Err(bad());
@@ -210,6 +243,29 @@ pub fn validate(def: &KeyDef, value: &str) -> Result<(), String> {
         _ => {}
     }
     Ok(())
+}
+
+/// Parses `host:count,host:count` (the count after the last colon, so IPv6 literals work);
+/// an empty string is no overrides.
+pub fn parse_ip_overrides(value: &str) -> Result<Vec<(String, u32)>, String> {
+    let bad = |why: &str| format!("invalid value '{value}' for max.connections.per.ip.overrides: {why} (want host:count,host:count)");
+    let mut out = Vec::new();
+    for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (host, n) = entry.rsplit_once(':').ok_or_else(|| bad(&format!("'{entry}' has no count")))?;
+        let host = host.trim().trim_start_matches('[').trim_end_matches(']');
+        let valid_name = !host.is_empty() && host.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_');
+        if !valid_name && host.parse::<IpAddr>().is_err() {
+            return Err(bad(&format!("'{host}' is not a host name or an IP address")));
+        }
+        let n = n
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| *n <= i32::MAX as u32)
+            .ok_or_else(|| bad(&format!("'{entry}': the count must be 0..=2147483647")))?;
+        out.push((host.to_string(), n));
+    }
+    Ok(out)
 }
 
 /// Broker-level settings: what was set (file, flags or AlterConfigs) over Kafka's defaults.
@@ -354,6 +410,29 @@ mod tests {
         assert!(c.set_static("no.such.key", "1").is_err());
         assert!(c.set_static("num.partitions", "x").is_err());
         assert!(c.set_static("retention.ms", "1").unwrap_err().contains("topic config"));
+    }
+
+    #[test]
+    fn connection_limits_take_kafkas_defaults_and_refuse_bad_values() {
+        let c = BrokerConfig::default();
+        assert_eq!(c.get("max.connections"), "2147483647");
+        assert_eq!(c.get("max.connections.per.ip"), "2147483647");
+        assert_eq!(c.get("max.connections.per.ip.overrides"), "");
+        let mut c = BrokerConfig::default();
+        for (k, v) in [("max.connections", "-1"), ("max.connections.per.ip", "x"), ("max.connections.per.ip.overrides", "h")] {
+            assert!(c.set_static(k, v).unwrap_err().contains(k), "{k}={v} was accepted");
+        }
+        c.set_static("max.connections.per.ip.overrides", "127.0.0.1:7,broker-a:2").unwrap();
+        c.set_static("max.connections", "0").unwrap();
+    }
+
+    #[test]
+    fn bad_override_lists_are_refused() {
+        assert_eq!(parse_ip_overrides("").unwrap(), vec![]);
+        assert_eq!(parse_ip_overrides("a.example:1,10.0.0.1:0").unwrap(), vec![("a.example".into(), 1), ("10.0.0.1".into(), 0)]);
+        for bad in ["127.0.0.1", "127.0.0.1:", "127.0.0.1:-1", "127.0.0.1:x", ":5", "bad host:5", "h:2147483648"] {
+            assert!(parse_ip_overrides(bad).is_err(), "{bad} was accepted");
+        }
     }
 
     #[test]

@@ -185,6 +185,7 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
         Some((_, hp)) => Some(resolve(hp)?),
         None => voters.get(&node_id).copied(),
     };
+    let connection_limits = sluice::net::ConnectionLimits::from_config(&cfg).map_err(anyhow::Error::msg)?;
     if voters.is_empty() && !(is_broker && is_controller) {
         bail!("a node that is not both broker and controller needs controller.quorum.voters");
     }
@@ -306,7 +307,7 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
         tracing::info!("metrics on http://{}/metrics", l.local_addr()?);
         tokio::spawn(sluice::metrics::serve(l, broker.clone(), stop_rx.clone()));
     }
-    let server = tokio::spawn(sluice::net::serve(listener, broker.clone(), stop_rx.clone()));
+    let server = tokio::spawn(sluice::net::serve(listener, broker.clone(), connection_limits, stop_rx.clone()));
     let background = tokio::spawn(broker.clone().run_background(stop_rx.clone()));
     tracing::info!(
         "sluice ready: serving Kafka on {bound} (advertised {}:{}), node {node_id}, data {}, cluster {}, started in {} ms",

@@ -20,6 +20,9 @@ use crate::metadata::records::{Record, RecordBatch};
 /// within 0.5–1 s (the timeout is randomized between 10 and 20 ticks).
 pub const TICK_MS: u64 = 50;
 
+/// Commands waiting for the driver. It takes up to 257 per pass, so this is many passes.
+const COMMANDS_QUEUED: usize = 4096;
+
 enum Cmd {
     Step(Message),
     Propose(RecordBatch, oneshot::Sender<Result<u64>>),
@@ -39,7 +42,7 @@ pub struct Status {
 /// A handle on the running quorum member.
 pub struct Quorum {
     pub node_id: u64,
-    cmd: mpsc::UnboundedSender<Cmd>,
+    cmd: mpsc::Sender<Cmd>,
     image: Arc<Published>,
     applied: watch::Receiver<u64>,
     status: watch::Receiver<Status>,
@@ -49,7 +52,7 @@ pub struct Quorum {
 impl Quorum {
     /// Starts driving `node`; `send` delivers a message to a peer (best effort).
     pub fn start(mut node: QuorumNode, send: Box<dyn Fn(Message) + Send + Sync>) -> Arc<Quorum> {
-        let (cmd_tx, mut cmd_rx) = mpsc::unbounded_channel();
+        let (cmd_tx, mut cmd_rx) = mpsc::channel(COMMANDS_QUEUED);
         let image = node.image();
         let (applied_tx, applied) = watch::channel(image.load().offset);
         let (status_tx, status) = watch::channel(Status::default());
@@ -146,13 +149,20 @@ impl Quorum {
 
     /// Delivers a peer's message.
     pub fn step(&self, m: Message) {
-        let _ = self.cmd.send(Cmd::Step(m));
+        // Dropped when the queue is full, as the peer links drop what they cannot send at
+        // once: Raft retransmits what matters, and a flooding peer must not grow memory.
+        if self.cmd.try_send(Cmd::Step(m)).is_err() {
+            tracing::debug!("metadata quorum busy; a peer's message was dropped");
+        }
     }
 
     /// Appends records to the metadata log; resolves once they are committed and applied here.
     pub async fn propose(&self, records: Vec<Record>) -> Result<u64> {
         let (tx, rx) = oneshot::channel();
-        self.cmd.send(Cmd::Propose(RecordBatch::new(records), tx)).map_err(|_| Error::NotController)?;
+        // Waiting for room cannot deadlock: the driver never sends to itself and waits on
+        // nothing a proposer could hold across this await (its one lock is the image's, a
+        // parking_lot lock, whose guards cannot cross an await in a spawned task).
+        self.cmd.send(Cmd::Propose(RecordBatch::new(records), tx)).await.map_err(|_| Error::NotController)?;
         rx.await.map_err(|_| Error::NotController)?
     }
 

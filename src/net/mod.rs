@@ -2,38 +2,58 @@
 //! at a time, as Kafka does, except Produce requests to distinct partitions, which run
 //! side by side; responses always leave in request order.
 
+mod frames;
+mod memory;
+mod quotas;
+
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::api;
 use crate::broker::Broker;
+use frames::FrameReader;
+pub use quotas::ConnectionLimits;
+use quotas::{Admitted, Quotas};
 
-/// Accepts connections until `shutdown` turns true, then waits (a bounded time) for
-/// open connections to finish the request they are on.
-pub async fn serve(listener: TcpListener, broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
+/// How often the accept loop looks at whether a trim of freed memory is due.
+const TRIM_CHECK: Duration = Duration::from_secs(1);
+
+/// Accepts connections within `limits` until `shutdown` turns true, then waits (a bounded
+/// time) for open connections to finish the request they are on.
+pub async fn serve(listener: TcpListener, broker: Arc<Broker>, limits: ConnectionLimits, mut shutdown: watch::Receiver<bool>) {
+    let quotas = Quotas::new(limits);
     let mut conns = tokio::task::JoinSet::new();
+    let mut trim_check = tokio::time::interval(TRIM_CHECK);
+    trim_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    let broker = broker.clone();
-                    let shutdown = shutdown.clone();
-                    conns.spawn(async move {
-                        if let Err(e) = connection(stream, broker, shutdown).await {
-                            tracing::debug!(%peer, error = %e, "connection closed");
-                        }
-                    });
-                }
-                Err(e) => {
+            // As Kafka's acceptor: at max.connections, take no connection until one closes.
+            accepted = async { (quotas.wait_for_slot().await, listener.accept().await) } => match accepted {
+                (slot, Ok((stream, peer))) => match quotas.admit(slot, peer.ip()) {
+                    Ok(admitted) => {
+                        let broker = broker.clone();
+                        let shutdown = shutdown.clone();
+                        conns.spawn(async move {
+                            if let Err(e) = connection(stream, broker, shutdown, admitted).await {
+                                tracing::debug!(%peer, error = %e, "connection closed");
+                            }
+                        });
+                    }
+                    Err(max) => {
+                        tracing::info!(%peer, "rejected connection: the address already has the configured maximum of {max} connections (max.connections.per.ip)");
+                        drop(stream);
+                    }
+                },
+                (_, Err(e)) => {
                     tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
             Some(done) = conns.join_next(), if !conns.is_empty() => {
@@ -43,12 +63,19 @@ pub async fn serve(listener: TcpListener, broker: Arc<Broker>, mut shutdown: wat
                     }
                 }
             }
+            _ = trim_check.tick() => {
+                let (peak, open) = quotas.take_peak();
+                if memory::worth_trimming(peak, open) {
+                    tracing::debug!(peak, open, "connections closed; returning free memory to the system");
+                    tokio::task::spawn_blocking(memory::release_free_memory);
+                }
+            }
             _ = shutdown.changed() => break,
         }
     }
     drop(listener);
     let drain = async { while conns.join_next().await.is_some() {} };
-    if tokio::time::timeout(std::time::Duration::from_secs(5), drain).await.is_err() {
+    if tokio::time::timeout(Duration::from_secs(5), drain).await.is_err() {
         tracing::warn!("connections still busy after 5 s; shutting down anyway");
     }
 }
@@ -58,14 +85,19 @@ const MAX_SIDE_BY_SIDE: usize = 5;
 
 type Answer = Result<Option<Vec<api::Chunk>>, api::ConnError>;
 
-async fn connection(stream: TcpStream, broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+/// Serves one connection; `_admitted` holds its place in the connection counts until it ends.
+async fn connection(
+    stream: TcpStream,
+    broker: Arc<Broker>,
+    mut shutdown: watch::Receiver<bool>,
+    _admitted: Admitted,
+) -> anyhow::Result<()> {
     stream.set_nodelay(true)?;
     let peer = stream.peer_addr()?.ip();
     let max_frame = broker.config().get_i64("socket.request.max.bytes").clamp(0, i32::MAX as i64) as usize;
     let (rd, mut wr) = stream.into_split();
-    // Frames are read by their own task, so waiting for one never cuts a read short.
-    let (frames_tx, mut frames) = tokio::sync::mpsc::channel(1);
-    let reader = AbortOnDrop(tokio::spawn(read_frames(rd, max_frame, frames_tx)));
+    // Reading is cancel-safe, so it can race the answers below without cutting a frame short.
+    let mut frames = FrameReader::new(rd, max_frame);
     // Produce requests in flight, oldest first, with the partitions they write.
     let mut inflight: VecDeque<(api::ProduceTargets, JoinHandle<Answer>)> = VecDeque::new();
     loop {
@@ -83,8 +115,8 @@ async fn connection(stream: TcpStream, broker: Arc<Broker>, mut shutdown: watch:
                 }
                 continue;
             }
-            f = frames.recv() => match f {
-                Some(f) => f?,
+            f = frames.next() => match f? {
+                Some(f) => f,
                 None => break,
             },
             _ = shutdown.changed() => break,
@@ -107,7 +139,10 @@ async fn connection(stream: TcpStream, broker: Arc<Broker>, mut shutdown: watch:
                 inflight.push_back((t, tokio::spawn(async move { api::handle_produce(&broker, peer, req).await })));
             }
             None => {
-                if !send_answer(&mut wr, api::handle(&broker, peer, frame).await).await? {
+                // Boxed: a handler's state (about 2.5 KB) would otherwise be part of every idle
+                // connection's task; boxed, it exists only while a request runs.
+                let answer = Box::pin(api::handle(&broker, peer, frame)).await;
+                if !send_answer(&mut wr, answer).await? {
                     return Ok(());
                 }
             }
@@ -119,7 +154,6 @@ async fn connection(stream: TcpStream, broker: Arc<Broker>, mut shutdown: watch:
             break;
         }
     }
-    drop(reader);
     Ok(())
 }
 
@@ -129,44 +163,6 @@ fn may_start_now<'a>(mut busy: impl ExactSizeIterator<Item = &'a api::ProduceTar
     match targets {
         Some(t) => busy.len() < MAX_SIDE_BY_SIDE && busy.all(|b| b.disjoint(t)),
         None => busy.len() == 0,
-    }
-}
-
-/// Reads length-prefixed frames until the client closes, a frame is out of bounds, or the
-/// connection loop stops listening.
-async fn read_frames(rd: OwnedReadHalf, max_frame: usize, out: tokio::sync::mpsc::Sender<anyhow::Result<Bytes>>) {
-    let mut rd = BufReader::with_capacity(64 * 1024, rd);
-    loop {
-        let frame = async {
-            let len = match rd.read_i32().await {
-                Ok(len) => len,
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-                Err(e) => return Err(e.into()),
-            };
-            if len < 0 || len as usize > max_frame {
-                anyhow::bail!("frame of {len} bytes is outside 0..={max_frame} (socket.request.max.bytes); closing");
-            }
-            // Read into uninitialised capacity: zeroing a large produce frame first costs a
-            // pass over its bytes for nothing.
-            let mut frame = BytesMut::with_capacity(len as usize);
-            let mut body = (&mut rd).take(len as u64);
-            while frame.len() < len as usize {
-                if body.read_buf(&mut frame).await? == 0 {
-                    return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
-                }
-            }
-            Ok(Some(frame.freeze()))
-        }
-        .await;
-        let last = !matches!(frame, Ok(Some(_)));
-        let frame = match frame {
-            Ok(None) => return,
-            Ok(Some(f)) => Ok(f),
-            Err(e) => Err(e),
-        };
-        if out.send(frame).await.is_err() || last {
-            return;
-        }
     }
 }
 
@@ -195,15 +191,6 @@ async fn send_answer(wr: &mut OwnedWriteHalf, answer: Answer) -> anyhow::Result<
             tracing::info!(error = %e, "closing connection");
             Ok(false)
         }
-    }
-}
-
-/// Aborts the task when dropped.
-struct AbortOnDrop<T>(JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 
@@ -259,4 +246,3 @@ mod tests {
         assert!(!may_start_now(full.iter(), Some(&writes(false, &[("z", 0)]))), "at most MAX_SIDE_BY_SIDE at once");
     }
 }
-
