@@ -1,27 +1,15 @@
 //! Every config key the code reads by name is one this build knows, of the type it is
 //! read as: a typo or a type mismatch fails here, not silently at run time.
 
-use std::path::Path;
+mod common;
 
 use sluice::config::{broker_key, topic_key, ConfigType};
 
 /// (file, accessor, key) for each `get_i64("k")`, `get_bool("k")` and `get("k")` with a
 /// dotted key in `src/`.
 fn reads() -> Vec<(String, &'static str, String)> {
-    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
     let mut out = Vec::new();
-    for f in files {
+    for f in common::rust_files(&common::src_dir()) {
         let text = std::fs::read_to_string(&f).unwrap();
         for acc in ["get_i64", "get_bool", "get"] {
             let pat = format!(".{acc}(\"");

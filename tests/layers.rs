@@ -1,23 +1,13 @@
 //! The layering of `src/lib.rs` holds: every `crate::<module>` a top-level module names
 //! is in a lower layer (or is itself).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
 fn rank_of() -> BTreeMap<&'static str, usize> {
     sluice::LAYERS.iter().enumerate().flat_map(|(i, layer)| layer.iter().map(move |m| (*m, i))).collect()
-}
-
-/// Every `.rs` file under `dir`, recursively.
-fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
 }
 
 /// The top-level module a file under `src/` belongs to (None for lib.rs and main.rs).
@@ -49,10 +39,9 @@ fn named_modules(text: &str) -> Vec<String> {
 
 #[test]
 fn every_module_imports_only_from_layers_below_it() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let src = common::src_dir();
     let ranks = rank_of();
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let files = common::rust_files(&src);
     let mut wrong = Vec::new();
     for f in &files {
         let Some(m) = module_of(&src, f) else { continue };
@@ -63,7 +52,7 @@ fn every_module_imports_only_from_layers_below_it() {
         for used in named_modules(&std::fs::read_to_string(f).unwrap()) {
             let Some(&theirs) = ranks.get(used.as_str()) else { continue };
             if used != m && theirs >= mine {
-                wrong.push(format!("{}: `{m}` (layer {mine}) imports `{used}` (layer {theirs})", f.display()));
+                wrong.push(format!("{}: `{m}` (layer {}) imports `{used}` (layer {})", f.display(), mine + 1, theirs + 1));
             }
         }
     }
