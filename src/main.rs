@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 
-use sluice::cluster::Cluster;
 use sluice::broker::{Broker, Identity};
+use sluice::cluster::Cluster;
 use sluice::config::{self, BrokerConfig};
 
 #[derive(Parser)]

@@ -205,8 +205,11 @@ pub async fn delete_groups(ctx: &Ctx<'_>, req: DeleteGroupsRequest) -> DeleteGro
         .groups_names
         .into_iter()
         .map(|gid| {
-            let r =
-                ctx.broker.groups.check_coordinator(&**ctx.broker, &gid.0).and_then(|_| ctx.broker.groups.delete_group(&**ctx.broker, &gid.0));
+            let r = ctx
+                .broker
+                .groups
+                .check_coordinator(&**ctx.broker, &gid.0)
+                .and_then(|_| ctx.broker.groups.delete_group(&**ctx.broker, &gid.0));
             delete_groups_response::DeletableGroupResult::default().with_group_id(gid).with_error_code(r.err().map_or(0, |e| e.code()))
         })
         .collect();

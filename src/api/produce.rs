@@ -44,11 +44,10 @@ pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceRespons
                 };
                 let r = PartitionProduceResponse::default().with_index(pd.index);
                 match result {
-                    Ok(info) => {
-                        r.with_base_offset(info.base_offset)
-                            .with_log_append_time_ms(info.log_append_time)
-                            .with_log_start_offset(info.log_start_offset)
-                    }
+                    Ok(info) => r
+                        .with_base_offset(info.base_offset)
+                        .with_log_append_time_ms(info.log_append_time)
+                        .with_log_start_offset(info.log_start_offset),
                     Err(e) => {
                         tracing::debug!(error = %e, "produce refused");
                         let r = r.with_error_code(e.code()).with_base_offset(-1).with_log_append_time_ms(-1).with_log_start_offset(-1);

@@ -17,13 +17,12 @@ use uuid::Uuid;
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 
+use crate::cluster::{peer, Cluster};
 use crate::group::classic::GroupConfig;
 use crate::group::Coordinator;
-pub use crate::partition::Topic;
 use crate::partition::ReplicaManager;
+pub use crate::partition::Topic;
 use crate::txn::pid::ProducerIdManager;
-use crate::cluster::{peer, Cluster};
-
 
 /// How this broker is reached and identified.
 #[derive(Debug, Clone)]

@@ -18,11 +18,11 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use crate::partition::InternalPartitions;
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::log::records;
 use crate::metadata::names::coordinator_partition;
+use crate::partition::InternalPartitions;
 use classic::{Group, GroupConfig, JoinRequest, JoinResponse, Reply, State, SyncResponse, Ticket};
 use consumer::{ConsumerConfig, ConsumerGroup, Heartbeat, HeartbeatReply, Topics};
 use store::{ConsumerGroupValue, GroupValue, Key, MemberValue, OffsetValue};
@@ -176,7 +176,13 @@ impl Coordinator {
     }
 
     /// Like `write`, optionally as part of producer `txn`'s transaction.
-    fn write_as(&self, host: &dyn InternalPartitions, group: &str, recs: &[(Vec<u8>, Option<Vec<u8>>)], txn: Option<(i64, i16)>) -> Result<()> {
+    fn write_as(
+        &self,
+        host: &dyn InternalPartitions,
+        group: &str,
+        recs: &[(Vec<u8>, Option<Vec<u8>>)],
+        txn: Option<(i64, i16)>,
+    ) -> Result<()> {
         if recs.is_empty() {
             return Ok(());
         }

@@ -8,11 +8,11 @@ use bytes::Bytes;
 use super::classic::{Group, State};
 use super::store::{self, ConsumerGroupValue, GroupValue, Key, OffsetValue};
 use super::{Committed, Coordinator, Entry, OFFSETS_TOPIC};
-use crate::partition::InternalPartitions;
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::log::records;
 use crate::metadata::names::coordinator_partition;
+use crate::partition::InternalPartitions;
 
 impl Coordinator {
     /// Expires offsets past `offsets.retention.minutes` and drops groups left with nothing.

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use super::batch::{self, BatchHeader, HEADER_LEN};
 use super::compression;
-use crate::error::{Error, Result};
 use super::producers::Aborted;
+use crate::error::{Error, Result};
 
 /// Settings that steer compaction, from the topic config.
 #[derive(Debug, Clone)]

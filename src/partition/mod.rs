@@ -23,9 +23,9 @@ use uuid::Uuid;
 
 use crate::error::{Error, Result};
 use crate::log::batch::{self, BatchHeader};
-use crate::log::{Log, LogConfig};
 use crate::log::control;
 use crate::log::producers::{Aborted, Check, ProducerStates};
+use crate::log::{Log, LogConfig};
 
 /// Settings a partition applies to produce requests, from its topic config.
 #[derive(Debug, Clone, PartialEq)]
@@ -210,7 +210,14 @@ impl Partition {
         }
         // Replaying opened the segment files; an idle partition holds no handles.
         state.log.close_idle_files(i64::MAX, 0);
-        Ok(Partition { topic: topic.to_string(), index, topic_id, state: Mutex::new(state), hw_moved: tokio::sync::Notify::new(), watchers: Default::default() })
+        Ok(Partition {
+            topic: topic.to_string(),
+            index,
+            topic_id,
+            state: Mutex::new(state),
+            hw_moved: tokio::sync::Notify::new(),
+            watchers: Default::default(),
+        })
     }
 
     /// After the leader's log grew: the high watermark may move, and the fetches waiting

@@ -7,8 +7,8 @@
 use super::{load_producers, Partition, State};
 use crate::error::{Error, Result};
 use crate::log::batch::{self, BatchHeader};
-use crate::metadata::records::PartitionState;
 use crate::log::control;
+use crate::metadata::records::PartitionState;
 
 /// The controller's assignment of a partition, seen from this broker.
 #[derive(Debug, Clone)]

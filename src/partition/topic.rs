@@ -67,4 +67,3 @@ impl TopicMap {
         TopicMap { by_name, by_id }
     }
 }
-

@@ -12,8 +12,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use crate::cluster::Cluster;
 use crate::clock::now_ms;
+use crate::cluster::Cluster;
 use crate::error::Error;
 use crate::partition::Partition;
 

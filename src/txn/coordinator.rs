@@ -10,11 +10,11 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::TxnHost;
-use crate::partition::Topic;
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
-use crate::metadata::names::coordinator_partition;
 use crate::log::records;
+use crate::metadata::names::coordinator_partition;
+use crate::partition::Topic;
 
 /// The internal topic holding transaction state.
 pub use crate::metadata::names::TXN_TOPIC;
