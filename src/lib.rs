@@ -8,7 +8,7 @@
 //!
 //! | layer | modules | holds |
 //! |---|---|---|
-//! | 1 | `clock`, `error`, `config` | time as an input, the one error-to-code mapping, settings |
+//! | 1 | `clock`, `error`, `config` | time as an input, the one error-to-code mapping, every key with Kafka's defaults and the typed `Settings` |
 //! | 2 | `log` | segments, indexes, cleaner; byte formats (batches, records, control batches, producer state) |
 //! | 3 | `metadata` | metadata records, the image, its published snapshots, name rules |
 //! | 4 | `partition` | one partition's replica state and ISR bookkeeping, the replica manager, fetch watchers, the coordinators' interface |

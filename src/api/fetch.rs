@@ -62,7 +62,7 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest, waiter: Option<&Arc<Notify>>) -> 
     // for v11+ consumers that say their rack. Looked up once per pass, not per partition.
     let client_rack = (replica < 0 && ctx.version >= 11 && !req.rack_id.is_empty())
         .then(|| &*req.rack_id)
-        .filter(|_| broker.config().get("replica.selector.class").ends_with("RackAwareReplicaSelector"));
+        .filter(|_| broker.settings().rack_aware_replica_selector);
     let mut remaining = req.max_bytes.max(0) as usize;
     let mut min_one = true;
     let mut total = 0usize;

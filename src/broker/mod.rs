@@ -15,7 +15,7 @@ use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
 use crate::clock::now_ms;
-use crate::config::BrokerConfig;
+use crate::config::{BrokerConfig, Settings};
 
 use crate::cluster::{peer, Cluster};
 use crate::group::classic::GroupConfig;
@@ -40,6 +40,8 @@ pub struct Broker {
     /// The controller, the metadata image, and this broker's membership.
     pub cluster: Arc<Cluster>,
     config: RwLock<BrokerConfig>,
+    /// The typed settings of `config`, republished when the dynamic config changes.
+    settings: arc_swap::ArcSwap<Settings>,
     /// The partitions hosted here.
     pub replicas: ReplicaManager,
     /// Serializes reconciliation with the metadata image.
@@ -70,27 +72,23 @@ impl Broker {
         config.dynamic_set = dynamic;
         let marker = dir.join(CLEAN_SHUTDOWN);
         let clean = marker.exists();
+        let s = Settings::from_config(&config).map_err(anyhow::Error::msg)?;
         let group_config = GroupConfig {
-            min_session_timeout_ms: config.get_i64("group.min.session.timeout.ms") as i32,
-            max_session_timeout_ms: config.get_i64("group.max.session.timeout.ms") as i32,
-            initial_rebalance_delay_ms: config.get_i64("group.initial.rebalance.delay.ms"),
-            max_size: config.get_i64("group.max.size").clamp(1, i32::MAX as i64) as usize,
+            min_session_timeout_ms: s.group_min_session_timeout_ms,
+            max_session_timeout_ms: s.group_max_session_timeout_ms,
+            initial_rebalance_delay_ms: s.group_initial_rebalance_delay_ms,
+            max_size: s.group_max_size,
         };
         let consumer_config = crate::group::consumer::ConsumerConfig {
-            session_timeout_ms: config.get_i64("group.consumer.session.timeout.ms"),
-            heartbeat_interval_ms: config.get_i64("group.consumer.heartbeat.interval.ms").clamp(1, i32::MAX as i64) as i32,
-            assignors: config.get("group.consumer.assignors").split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
-            max_size: config.get_i64("group.consumer.max.size").clamp(1, i32::MAX as i64) as usize,
+            session_timeout_ms: s.group_consumer_session_timeout_ms,
+            heartbeat_interval_ms: s.group_consumer_heartbeat_interval_ms,
+            assignors: s.group_consumer_assignors.clone(),
+            max_size: s.group_consumer_max_size,
         };
-        let groups = Coordinator::new(
-            group_config,
-            consumer_config,
-            config.get_i64("offsets.topic.num.partitions").clamp(1, 10_000) as i32,
-            config.get_i64("offsets.retention.minutes").saturating_mul(60_000),
-        );
+        let groups = Coordinator::new(group_config, consumer_config, s.offsets_topic_num_partitions, s.offsets_retention_ms);
         let txns = crate::txn::coordinator::TxnCoordinator::new(crate::txn::coordinator::TxnConfig {
-            max_timeout_ms: config.get_i64("transaction.max.timeout.ms").clamp(1, i32::MAX as i64) as i32,
-            partitions: config.get_i64("transaction.state.log.num.partitions").clamp(1, 10_000) as i32,
+            max_timeout_ms: s.transaction_max_timeout_ms,
+            partitions: s.transaction_state_log_num_partitions,
         });
         let replication = crate::replication::Replication::new(identity.node_id, cluster.clone());
         let broker = Broker {
@@ -101,6 +99,7 @@ impl Broker {
             cluster_id,
             cluster,
             config: RwLock::new(config),
+            settings: arc_swap::ArcSwap::from_pointee(s),
             replicas: ReplicaManager::default(),
             reconciling: Mutex::new(()),
             replication,
@@ -123,6 +122,11 @@ impl Broker {
     /// The current broker config (a copy, so no lock is held by the caller).
     pub fn config(&self) -> BrokerConfig {
         self.config.read().clone()
+    }
+
+    /// The current typed settings (a snapshot: later config changes publish a new one).
+    pub fn settings(&self) -> Arc<Settings> {
+        self.settings.load_full()
     }
 
     /// A topic by name.
@@ -161,25 +165,25 @@ impl Broker {
                             }
                         });
                     }
-                    let lag = self.config().get_i64("replica.lag.time.max.ms");
+                    let lag = self.settings().replica_lag_time_max_ms;
                     self.replication.shrink_lagging_isrs(&self.all_topics(), now_ms(), lag);
                     continue;
                 }
                 _ = shutdown.changed() => return,
                 _ = tick.tick() => {}
             }
-            if now_ms() - last_offset_expiry >= self.config().get_i64("offsets.retention.check.interval.ms") {
+            if now_ms() - last_offset_expiry >= self.settings().offsets_retention_check_interval_ms {
                 last_offset_expiry = now_ms();
                 self.groups.expire_offsets(&*self);
             }
-            if now_ms() - last_clean >= self.config().get_i64("log.cleaner.backoff.ms") {
+            if now_ms() - last_clean >= self.settings().log_cleaner_backoff_ms {
                 last_clean = now_ms();
                 let me = self.clone();
                 // Compaction reads and writes whole segments: keep it off the request threads.
                 let _ = tokio::task::spawn_blocking(move || me.compact_all()).await;
             }
             let now = now_ms();
-            let retention_due = now - last_retention >= self.config().get_i64("log.retention.check.interval.ms");
+            let retention_due = now - last_retention >= self.settings().log_retention_check_interval_ms;
             let snapshot_due = now - last_snapshot >= 30_000;
             let close_idle = now - last_idle_close >= 10_000;
             if close_idle {

@@ -18,6 +18,14 @@ impl Broker {
             let mut cfg = self.config.write();
             let changed = cfg.dynamic_set != img.broker_configs;
             cfg.dynamic_set = img.broker_configs.clone();
+            if changed {
+                // AlterConfigs checked these values; one that still does not parse (from
+                // another build's metadata log) keeps the settings as they were.
+                match crate::config::Settings::from_config(&cfg) {
+                    Ok(s) => self.settings.store(Arc::new(s)),
+                    Err(e) => tracing::error!(error = %e, "dynamic broker config not applied"),
+                }
+            }
             changed
         };
         let current = self.replicas.by_name();
@@ -43,12 +51,9 @@ impl Broker {
         for p in gone {
             self.remove_partition_files(&p.topic, p.index, p.topic_id);
         }
-        let cfg = self.config();
-        let settings = crate::replication::Settings {
-            me,
-            wait_ms: cfg.get_i64("replica.fetch.wait.max.ms").clamp(0, 60_000) as i32,
-            partition_max_bytes: cfg.get_i64("replica.fetch.max.bytes").clamp(1024, i32::MAX as i64) as i32,
-        };
+        let s = self.settings();
+        let settings =
+            crate::replication::Settings { me, wait_ms: s.replica_fetch_wait_max_ms, partition_max_bytes: s.replica_fetch_max_bytes };
         self.replication.update_fetchers(&self.all_topics(), settings);
         self.groups.sync_ownership(self);
         self.txns.sync_ownership(self);

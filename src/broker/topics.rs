@@ -37,7 +37,7 @@ impl Broker {
 
     /// How long a metadata change may take before the client hears REQUEST_TIMED_OUT.
     fn controller_timeout(&self) -> Duration {
-        Duration::from_millis(self.config().get_i64("controller.quorum.request.timeout.ms").max(100) as u64)
+        Duration::from_millis(self.settings().controller_quorum_request_timeout_ms as u64)
     }
 
     /// Sends a decision to the controller and waits until this broker has applied it.
@@ -91,7 +91,7 @@ impl Broker {
         if let Some(t) = self.topic(name) {
             return Ok(t);
         }
-        if !self.config().get_bool("auto.create.topics.enable") {
+        if !self.settings().auto_create_topics_enable {
             return Err(Error::UnknownTopicOrPartition);
         }
         let req = CreateRequest { name: name.to_string(), partitions: -1, replication_factor: -1, ..Default::default() };

@@ -94,7 +94,7 @@ async fn connection(
 ) -> anyhow::Result<()> {
     stream.set_nodelay(true)?;
     let peer = stream.peer_addr()?.ip();
-    let max_frame = broker.config().get_i64("socket.request.max.bytes").clamp(0, i32::MAX as i64) as usize;
+    let max_frame = broker.settings().socket_request_max_bytes;
     let (rd, mut wr) = stream.into_split();
     // Reading is cancel-safe, so it can race the answers below without cutting a frame short.
     let mut frames = FrameReader::new(rd, max_frame);

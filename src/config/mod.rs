@@ -3,6 +3,10 @@
 //! Every key Sluice knows is in [`KEYS`]. Topic keys name the broker key they fall
 //! back to, so DescribeConfigs can report sources and synonyms the way Kafka does.
 
+mod settings;
+
+pub use settings::Settings;
+
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 

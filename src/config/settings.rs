@@ -1,0 +1,128 @@
+//! The broker's settings, typed: one place turns the keys the running broker reads into
+//! values, with Kafka's bounds. A value that does not parse is an error here (at startup
+//! or when AlterConfigs sets it), never a silent fallback; the broker publishes a new
+//! snapshot whenever its dynamic config changes.
+
+use super::BrokerConfig;
+
+/// What the broker, its coordinators, replication and the controller read at run time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub group_min_session_timeout_ms: i32,
+    pub group_max_session_timeout_ms: i32,
+    pub group_initial_rebalance_delay_ms: i64,
+    pub group_max_size: usize,
+    pub group_consumer_session_timeout_ms: i64,
+    pub group_consumer_heartbeat_interval_ms: i32,
+    pub group_consumer_assignors: Vec<String>,
+    pub group_consumer_max_size: usize,
+    pub offsets_topic_num_partitions: i32,
+    pub offsets_topic_replication_factor: i64,
+    pub offsets_retention_ms: i64,
+    pub offsets_retention_check_interval_ms: i64,
+    pub transaction_max_timeout_ms: i32,
+    pub transaction_state_log_num_partitions: i32,
+    pub transaction_state_log_replication_factor: i64,
+    pub log_cleaner_backoff_ms: i64,
+    pub log_retention_check_interval_ms: i64,
+    pub replica_lag_time_max_ms: i64,
+    pub replica_fetch_wait_max_ms: i32,
+    pub replica_fetch_max_bytes: i32,
+    /// KIP-392: `RackAwareReplicaSelector` sends consumers to a follower in their rack.
+    pub rack_aware_replica_selector: bool,
+    pub controller_quorum_request_timeout_ms: i64,
+    pub auto_create_topics_enable: bool,
+    pub delete_topic_enable: bool,
+    pub socket_request_max_bytes: usize,
+    pub broker_session_timeout_ms: i64,
+    pub auto_leader_rebalance_enable: bool,
+    pub leader_imbalance_check_interval_ms: i64,
+    pub leader_imbalance_per_broker_percentage: i64,
+    pub unclean_leader_election_enable: bool,
+    pub num_partitions: i32,
+    pub default_replication_factor: i64,
+    pub min_insync_replicas: usize,
+}
+
+impl Settings {
+    /// The typed settings of `config`, or the first key whose value does not parse.
+    pub fn from_config(config: &BrokerConfig) -> Result<Settings, String> {
+        let int = |k: &str| -> Result<i64, String> {
+            let v = config.get(k);
+            v.trim().parse::<i64>().map_err(|_| format!("invalid value '{v}' for {k}"))
+        };
+        let boolean = |k: &str| -> Result<bool, String> {
+            match config.get(k).trim() {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                v => Err(format!("invalid value '{v}' for {k}")),
+            }
+        };
+        let positive_i32 = |k: &str| int(k).map(|v| v.clamp(1, i32::MAX as i64) as i32);
+        Ok(Settings {
+            group_min_session_timeout_ms: int("group.min.session.timeout.ms")?.clamp(0, i32::MAX as i64) as i32,
+            group_max_session_timeout_ms: int("group.max.session.timeout.ms")?.clamp(0, i32::MAX as i64) as i32,
+            group_initial_rebalance_delay_ms: int("group.initial.rebalance.delay.ms")?,
+            group_max_size: positive_i32("group.max.size")? as usize,
+            group_consumer_session_timeout_ms: int("group.consumer.session.timeout.ms")?,
+            group_consumer_heartbeat_interval_ms: positive_i32("group.consumer.heartbeat.interval.ms")?,
+            group_consumer_assignors: config
+                .get("group.consumer.assignors")
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect(),
+            group_consumer_max_size: positive_i32("group.consumer.max.size")? as usize,
+            offsets_topic_num_partitions: int("offsets.topic.num.partitions")?.clamp(1, 10_000) as i32,
+            offsets_topic_replication_factor: int("offsets.topic.replication.factor")?,
+            offsets_retention_ms: int("offsets.retention.minutes")?.saturating_mul(60_000),
+            offsets_retention_check_interval_ms: int("offsets.retention.check.interval.ms")?,
+            transaction_max_timeout_ms: positive_i32("transaction.max.timeout.ms")?,
+            transaction_state_log_num_partitions: int("transaction.state.log.num.partitions")?.clamp(1, 10_000) as i32,
+            transaction_state_log_replication_factor: int("transaction.state.log.replication.factor")?,
+            log_cleaner_backoff_ms: int("log.cleaner.backoff.ms")?,
+            log_retention_check_interval_ms: int("log.retention.check.interval.ms")?,
+            replica_lag_time_max_ms: int("replica.lag.time.max.ms")?,
+            replica_fetch_wait_max_ms: int("replica.fetch.wait.max.ms")?.clamp(0, 60_000) as i32,
+            replica_fetch_max_bytes: int("replica.fetch.max.bytes")?.clamp(1024, i32::MAX as i64) as i32,
+            rack_aware_replica_selector: config.get("replica.selector.class").ends_with("RackAwareReplicaSelector"),
+            controller_quorum_request_timeout_ms: int("controller.quorum.request.timeout.ms")?.max(100),
+            auto_create_topics_enable: boolean("auto.create.topics.enable")?,
+            delete_topic_enable: boolean("delete.topic.enable")?,
+            socket_request_max_bytes: int("socket.request.max.bytes")?.clamp(0, i32::MAX as i64) as usize,
+            broker_session_timeout_ms: int("broker.session.timeout.ms")?,
+            auto_leader_rebalance_enable: boolean("auto.leader.rebalance.enable")?,
+            leader_imbalance_check_interval_ms: int("leader.imbalance.check.interval.seconds")?.saturating_mul(1000),
+            leader_imbalance_per_broker_percentage: int("leader.imbalance.per.broker.percentage")?,
+            unclean_leader_election_enable: boolean("unclean.leader.election.enable")?,
+            num_partitions: int("num.partitions")?.clamp(1, i32::MAX as i64) as i32,
+            default_replication_factor: int("default.replication.factor")?,
+            min_insync_replicas: int("min.insync.replicas")?.max(1) as usize,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafkas_defaults_are_typed() {
+        let s = Settings::from_config(&BrokerConfig::default()).unwrap();
+        assert_eq!(s.replica_lag_time_max_ms, 30_000);
+        assert_eq!(s.offsets_retention_ms, 10_080 * 60_000);
+        assert_eq!(s.leader_imbalance_check_interval_ms, 300_000);
+        assert!(s.auto_create_topics_enable && !s.unclean_leader_election_enable);
+        assert_eq!(s.group_consumer_assignors, ["uniform", "range"]);
+    }
+
+    #[test]
+    fn a_value_that_does_not_parse_is_an_error_not_a_fallback() {
+        let mut c = BrokerConfig::default();
+        c.dynamic_set.insert("replica.lag.time.max.ms".into(), "soon".into());
+        let e = Settings::from_config(&c).unwrap_err();
+        assert!(e.contains("replica.lag.time.max.ms"), "{e}");
+        c.dynamic_set.insert("replica.lag.time.max.ms".into(), "1000".into());
+        assert_eq!(Settings::from_config(&c).unwrap().replica_lag_time_max_ms, 1000);
+    }
+}
