@@ -68,6 +68,12 @@ pub struct IsrChange {
 impl Partition {
     /// Takes the controller's view of this partition: leader, epochs, replicas and ISR.
     pub fn set_replica_state(&self, ps: &PartitionState, me: i32) {
+        self.set_replica_state_at(ps, me, crate::clock::now_ms())
+    }
+
+    /// [`Partition::set_replica_state`] at a given time (a new leader's followers' lag
+    /// allowance starts then): simulations run on their own clock.
+    pub fn set_replica_state_at(&self, ps: &PartitionState, me: i32, now_ms: i64) {
         let mut st = self.state.lock();
         let became_leader = ps.leader == me && (!st.replicas.is_leader() || st.leader_epoch != ps.leader_epoch);
         if ps.partition_epoch != st.replicas.partition_epoch {
@@ -81,7 +87,7 @@ impl Partition {
             let leo = st.log.log_end_offset();
             st.epochs.assign_on_leadership(ps.leader_epoch, leo);
             // Followers get a full lag allowance from the moment this broker leads.
-            let now = crate::clock::now_ms();
+            let now = now_ms;
             st.followers = ps
                 .replicas
                 .iter()
@@ -192,20 +198,28 @@ impl Partition {
         Some(IsrChange { leader_epoch: st.leader_epoch, partition_epoch: st.replicas.partition_epoch, isr })
     }
 
+    /// acks=all, one look: has the high watermark passed `last_offset` (with at least
+    /// `min_isr` in sync)? An error when this broker no longer leads, or the ISR is too small.
+    /// [`Partition::wait_replicated`] asks it at every wake-up; simulations ask it directly.
+    pub fn replicated(&self, last_offset: i64, min_isr: usize) -> Result<bool> {
+        let st = self.state.lock();
+        st.replicas.check_leader()?;
+        if st.high_watermark > last_offset {
+            if st.replicas.isr.len() < min_isr {
+                return Err(Error::NotEnoughReplicasAfterAppend);
+            }
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
     /// acks=all: waits until the high watermark passes `last_offset`, without polling.
     pub async fn wait_replicated(&self, last_offset: i64, min_isr: usize, timeout: std::time::Duration) -> Result<()> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let notified = self.hw_moved.notified();
-            {
-                let st = self.state.lock();
-                st.replicas.check_leader()?;
-                if st.high_watermark > last_offset {
-                    if st.replicas.isr.len() < min_isr {
-                        return Err(Error::NotEnoughReplicasAfterAppend);
-                    }
-                    return Ok(());
-                }
+            if self.replicated(last_offset, min_isr)? {
+                return Ok(());
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
                 return Err(Error::RequestTimedOut(format!("offset {last_offset} was not replicated to the ISR in time")));

@@ -73,7 +73,7 @@ pub async fn run(leader: i32, cluster: Arc<Cluster>, mut parts: watch::Receiver<
         for t in &resp.responses {
             for pd in &t.partitions {
                 let Some(p) = list.iter().find(|p| p.topic == *t.topic.0 && p.index == pd.partition_index) else { continue };
-                if let Err(e) = handle_partition(p, pd) {
+                if let Err(e) = handle_partition(p, pd, now_ms()) {
                     backoff = true;
                     tracing::debug!(topic = %p.topic, partition = p.index, leader, error = %e, "replica fetch");
                 }
@@ -144,8 +144,13 @@ async fn exchange(sock: &mut TcpStream, correlation: i32, req: &FetchRequest, me
     Ok(resp)
 }
 
-fn handle_partition(p: &Partition, pd: &kafka_protocol::messages::fetch_response::PartitionData) -> crate::error::Result<()> {
-    let now = now_ms();
+/// Applies one partition's part of a fetch response: truncation, records, high watermark.
+/// Time comes in, so the replication simulation drives the same code.
+pub(super) fn handle_partition(
+    p: &Partition,
+    pd: &kafka_protocol::messages::fetch_response::PartitionData,
+    now: i64,
+) -> crate::error::Result<()> {
     match pd.error_code {
         0 => {}
         1 => {
