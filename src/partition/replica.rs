@@ -175,23 +175,21 @@ impl Partition {
 
     /// On the leader: the ISR without followers that have not caught up for `max_lag_ms`,
     /// if any must go.
+    ///
+    /// A follower asked to join that fell behind again also needs a decision: the controller
+    /// may have added it already, so it keeps holding the HW back until this broker's
+    /// metadata says (a new partition epoch clears the pending list). The ISR without it is
+    /// asked for: the controller makes that change if it never made the addition, and
+    /// refuses it (a stale partition epoch) if it did; either way the epoch moves.
     pub fn isr_shrink(&self, now_ms: i64, max_lag_ms: i64) -> Option<IsrChange> {
-        let mut st = self.state.lock();
+        let st = self.state.lock();
         if !st.replicas.is_leader() {
             return None;
         }
         let me = st.replicas.me;
-        // A follower waiting to join that fell behind again no longer holds the HW back.
-        let State { pending_isr, followers, .. } = &mut *st;
-        pending_isr.retain(|r| followers.get(r).is_some_and(|f| now_ms - f.caught_up_ms <= max_lag_ms));
-        let lagging: Vec<i32> = st
-            .replicas
-            .isr
-            .iter()
-            .copied()
-            .filter(|r| *r != me && st.followers.get(r).is_none_or(|f| now_ms - f.caught_up_ms > max_lag_ms))
-            .collect();
-        if lagging.is_empty() {
+        let lags = |r: &i32| *r != me && st.followers.get(r).is_none_or(|f| now_ms - f.caught_up_ms > max_lag_ms);
+        let lagging: Vec<i32> = st.replicas.isr.iter().copied().filter(lags).collect();
+        if lagging.is_empty() && !st.pending_isr.iter().any(lags) {
             return None;
         }
         let isr = st.replicas.isr.iter().copied().filter(|r| !lagging.contains(r)).collect();
