@@ -166,7 +166,13 @@ pub(super) fn handle_partition(
         code => return Err(Error::InvalidRequest(format!("leader answered error {code}"))),
     }
     if pd.diverging_epoch.end_offset >= 0 {
-        p.truncate_to(pd.diverging_epoch.end_offset, now)?;
+        // Back to where both logs agree: the leader's end of that epoch, or this log's own end
+        // of it if sooner (as Kafka). Batches of a later epoch the leader never had may sit
+        // between the two, and a truncation to the leader's end alone would keep them (and
+        // the same answer would come back at every fetch).
+        let theirs = pd.diverging_epoch.end_offset;
+        let (_, ours) = p.end_offset_for_epoch(pd.diverging_epoch.epoch);
+        p.truncate_to(if ours >= 0 { ours.min(theirs) } else { theirs }, now)?;
         return Ok(());
     }
     if let Some(records) = pd.records.as_ref().filter(|r| !r.is_empty()) {
