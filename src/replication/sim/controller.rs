@@ -20,6 +20,8 @@ pub struct Reg {
     pub incarnation: u64,
     pub fenced: bool,
     pub last_heartbeat: i64,
+    /// The partition epoch when it registered: `applied >= epoch` in `Controller::heartbeat`.
+    pub caught_up_at: i32,
 }
 
 /// The active controller, reduced to what one partition needs.
@@ -96,17 +98,22 @@ impl Sim {
                 }
                 self.ctl.offset += 1;
                 let epoch = self.ctl.offset;
-                self.ctl.brokers.insert(b, Reg { epoch, incarnation, fenced: true, last_heartbeat: self.now });
+                // It may serve once it has applied the metadata up to here (its old self's exit).
+                let caught_up_at = self.ctl.state.partition_epoch;
+                self.ctl.brokers.insert(b, Reg { epoch, incarnation, fenced: true, last_heartbeat: self.now, caught_up_at });
                 self.send(Node::Controller, from, Body::Registered { incarnation, epoch });
             }
-            Body::Heartbeat { epoch } => {
+            Body::Heartbeat { epoch, applied } => {
                 let Some(r) = self.ctl.brokers.get_mut(&b).filter(|r| r.epoch == epoch) else {
                     self.send(Node::Controller, from, Body::HeartbeatStale);
                     return;
                 };
                 r.last_heartbeat = self.now;
-                if r.fenced {
-                    r.fenced = false;
+                let unfence = r.fenced && applied >= r.caught_up_at;
+                let fenced = r.fenced && !unfence;
+                r.fenced = fenced;
+                self.send(Node::Controller, from, Body::HeartbeatOk { fenced });
+                if unfence {
                     self.note(format!("controller: broker {b} unfenced"));
                     // `broker_back_changes`: an offline partition it can lead gets a leader.
                     let st = &self.ctl.state;
