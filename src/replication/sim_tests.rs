@@ -246,16 +246,16 @@ fn run(seed: u64) -> Result<Stats, String> {
     // Byte for byte, every replica is the leader's log, and the mirrors were right.
     let leader = Sim::index(st.leader);
     let reference = full_log(&sim, leader);
-    for i in 0..IDS.len() {
+    for (i, id) in IDS.iter().enumerate() {
         let bytes = full_log(&sim, i);
         if bytes != reference {
-            return Err(fail(&sim, STEPS + HEAL_STEPS, format!("broker {} differs from leader {} after healing", IDS[i], st.leader)));
+            return Err(fail(&sim, STEPS + HEAL_STEPS, format!("broker {id} differs from leader {} after healing", st.leader)));
         }
         let before = sim.brokers[i].mirror.clone();
         sim.brokers[i].mirror.clear();
         sim.sync_mirror(i);
         if sim.brokers[i].mirror != before {
-            return Err(fail(&sim, STEPS + HEAL_STEPS, format!("broker {}: the mirror had drifted from the log", IDS[i])));
+            return Err(fail(&sim, STEPS + HEAL_STEPS, format!("broker {id}: the mirror had drifted from the log")));
         }
     }
     // What a consumer reads from the leader: every acknowledged record, at its offset, once.

@@ -417,21 +417,17 @@ impl Sim {
                     br.next_heartbeat = self.now;
                 }
             }
-            Body::HeartbeatOk { fenced } => {
-                if !fenced && !self.brokers[i].serving {
-                    self.brokers[i].serving = true;
-                    self.note(format!("broker {b} serves"));
-                }
+            Body::HeartbeatOk { fenced } if !fenced && !self.brokers[i].serving => {
+                self.brokers[i].serving = true;
+                self.note(format!("broker {b} serves"));
             }
             Body::HeartbeatStale => {
                 // The controller forgot this registration: register again.
                 self.brokers[i].epoch = None;
                 self.brokers[i].next_register = self.now;
             }
-            Body::Push { state } => {
-                if self.brokers[i].known.as_ref().is_none_or(|k| state.partition_epoch >= k.partition_epoch) {
-                    self.apply_state(i, state);
-                }
+            Body::Push { state } if self.brokers[i].known.as_ref().is_none_or(|k| state.partition_epoch >= k.partition_epoch) => {
+                self.apply_state(i, state);
             }
             _ => {}
         }
