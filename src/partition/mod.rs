@@ -193,7 +193,10 @@ impl Partition {
             }
         }
         let mut state = State {
-            high_watermark: leo,
+            // Not the log end: the tail may never have been committed (a leader that died
+            // before its followers fetched it). The leader's fetch answers, or the ISR's
+            // progress once this broker leads, move it up from here.
+            high_watermark: log.log_start_offset(),
             log,
             leader_epoch: 0,
             producers,

@@ -68,6 +68,12 @@ pub struct IsrChange {
 impl Partition {
     /// Takes the controller's view of this partition: leader, epochs, replicas and ISR.
     pub fn set_replica_state(&self, ps: &PartitionState, me: i32) {
+        self.set_replica_state_at(ps, me, crate::clock::now_ms())
+    }
+
+    /// [`Partition::set_replica_state`] at a given time (a new leader's followers' lag
+    /// allowance starts then): simulations run on their own clock.
+    pub fn set_replica_state_at(&self, ps: &PartitionState, me: i32, now_ms: i64) {
         let mut st = self.state.lock();
         let became_leader = ps.leader == me && (!st.replicas.is_leader() || st.leader_epoch != ps.leader_epoch);
         crate::invariant!(
@@ -89,7 +95,7 @@ impl Partition {
             let leo = st.log.log_end_offset();
             st.epochs.assign_on_leadership(ps.leader_epoch, leo);
             // Followers get a full lag allowance from the moment this broker leads.
-            let now = crate::clock::now_ms();
+            let now = now_ms;
             st.followers = ps
                 .replicas
                 .iter()
@@ -182,27 +188,40 @@ impl Partition {
 
     /// On the leader: the ISR without followers that have not caught up for `max_lag_ms`,
     /// if any must go.
+    ///
+    /// A follower asked to join that fell behind again also needs a decision: the controller
+    /// may have added it already, so it keeps holding the HW back until this broker's
+    /// metadata says (a new partition epoch clears the pending list). The ISR without it is
+    /// asked for: the controller makes that change if it never made the addition, and
+    /// refuses it (a stale partition epoch) if it did; either way the epoch moves.
     pub fn isr_shrink(&self, now_ms: i64, max_lag_ms: i64) -> Option<IsrChange> {
-        let mut st = self.state.lock();
+        let st = self.state.lock();
         if !st.replicas.is_leader() {
             return None;
         }
         let me = st.replicas.me;
-        // A follower waiting to join that fell behind again no longer holds the HW back.
-        let State { pending_isr, followers, .. } = &mut *st;
-        pending_isr.retain(|r| followers.get(r).is_some_and(|f| now_ms - f.caught_up_ms <= max_lag_ms));
-        let lagging: Vec<i32> = st
-            .replicas
-            .isr
-            .iter()
-            .copied()
-            .filter(|r| *r != me && st.followers.get(r).is_none_or(|f| now_ms - f.caught_up_ms > max_lag_ms))
-            .collect();
-        if lagging.is_empty() {
+        let lags = |r: &i32| *r != me && st.followers.get(r).is_none_or(|f| now_ms - f.caught_up_ms > max_lag_ms);
+        let lagging: Vec<i32> = st.replicas.isr.iter().copied().filter(lags).collect();
+        if lagging.is_empty() && !st.pending_isr.iter().any(lags) {
             return None;
         }
         let isr = st.replicas.isr.iter().copied().filter(|r| !lagging.contains(r)).collect();
         Some(IsrChange { leader_epoch: st.leader_epoch, partition_epoch: st.replicas.partition_epoch, isr })
+    }
+
+    /// acks=all, one look: has the high watermark passed `last_offset` (with at least
+    /// `min_isr` in sync)? An error when this broker no longer leads, or the ISR is too small.
+    /// [`Partition::wait_replicated`] asks it at every wake-up; simulations ask it directly.
+    pub fn replicated(&self, last_offset: i64, min_isr: usize) -> Result<bool> {
+        let st = self.state.lock();
+        st.replicas.check_leader()?;
+        if st.high_watermark > last_offset {
+            if st.replicas.isr.len() < min_isr {
+                return Err(Error::NotEnoughReplicasAfterAppend);
+            }
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// acks=all: waits until the high watermark passes `last_offset`, without polling.
@@ -210,15 +229,8 @@ impl Partition {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let notified = self.hw_moved.notified();
-            {
-                let st = self.state.lock();
-                st.replicas.check_leader()?;
-                if st.high_watermark > last_offset {
-                    if st.replicas.isr.len() < min_isr {
-                        return Err(Error::NotEnoughReplicasAfterAppend);
-                    }
-                    return Ok(());
-                }
+            if self.replicated(last_offset, min_isr)? {
+                return Ok(());
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
                 return Err(Error::RequestTimedOut(format!("offset {last_offset} was not replicated to the ISR in time")));

@@ -74,7 +74,7 @@ pub async fn run(leader: i32, cluster: Arc<Cluster>, mut parts: watch::Receiver<
         for t in &resp.responses {
             for pd in &t.partitions {
                 let Some(p) = list.iter().find(|p| p.topic == *t.topic.0 && p.index == pd.partition_index) else { continue };
-                if let Err(e) = handle_partition(p, pd) {
+                if let Err(e) = handle_partition(p, pd, now_ms()) {
                     backoff = true;
                     tracing::debug!(topic = %p.topic, partition = p.index, leader, error = %e, "replica fetch");
                 }
@@ -145,8 +145,13 @@ async fn exchange(sock: &mut TcpStream, correlation: i32, req: &FetchRequest, me
     Ok(resp)
 }
 
-fn handle_partition(p: &Partition, pd: &kafka_protocol::messages::fetch_response::PartitionData) -> crate::error::Result<()> {
-    let now = now_ms();
+/// Applies one partition's part of a fetch response: truncation, records, high watermark.
+/// Time comes in, so the replication simulation drives the same code.
+pub(super) fn handle_partition(
+    p: &Partition,
+    pd: &kafka_protocol::messages::fetch_response::PartitionData,
+    now: i64,
+) -> crate::error::Result<()> {
     match pd.error_code {
         0 => {}
         1 => {
@@ -162,7 +167,13 @@ fn handle_partition(p: &Partition, pd: &kafka_protocol::messages::fetch_response
         code => return Err(Error::InvalidRequest(format!("leader answered error {code}"))),
     }
     if pd.diverging_epoch.end_offset >= 0 {
-        p.truncate_to(pd.diverging_epoch.end_offset, now)?;
+        // Back to where both logs agree: the leader's end of that epoch, or this log's own end
+        // of it if sooner (as Kafka). Batches of a later epoch the leader never had may sit
+        // between the two, and a truncation to the leader's end alone would keep them (and
+        // the same answer would come back at every fetch).
+        let theirs = pd.diverging_epoch.end_offset;
+        let (_, ours) = p.end_offset_for_epoch(pd.diverging_epoch.epoch);
+        p.truncate_to(if ours >= 0 { ours.min(theirs) } else { theirs }, now)?;
         return Ok(());
     }
     if let Some(records) = pd.records.as_ref().filter(|r| !r.is_empty()) {

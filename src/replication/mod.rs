@@ -2,6 +2,10 @@
 //! changes leaders ask the controller for.
 
 mod fetcher;
+#[cfg(test)]
+mod sim;
+#[cfg(test)]
+mod sim_tests;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
