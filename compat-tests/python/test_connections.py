@@ -170,22 +170,28 @@ def wait_until_served(port, source, timeout=5.0):
         time.sleep(0.05)
 
 
+def open_served(port, source, n, what):
+    """n connections from `source`, each answered by the broker; fails naming `what`."""
+    socks = []
+    for i in range(n):
+        s = wait_until_served(port, source)
+        if s is None:
+            close_all(socks)
+            raise AssertionError(f"connection {i + 1} of {n} {what} was refused")
+        socks.append(s)
+    return socks
+
+
 def test_max_connections_per_ip_and_overrides(start_broker):
     broker = start_broker({"max.connections.per.ip": 5, "max.connections.per.ip.overrides": "127.0.0.1:7"})
     socks = []
     try:
         # 127.0.0.2 reaches the loopback listener too, and has the default limit of 5.
-        for i in range(5):
-            s = wait_until_served(broker.port, "127.0.0.2")
-            assert s is not None, f"connection {i + 1} of 5 from 127.0.0.2 was refused"
-            socks.append(s)
+        socks += open_served(broker.port, "127.0.0.2", 5, "from 127.0.0.2")
         assert_closed_by_broker(connect(broker.port, "127.0.0.2"), "the 6th connection from 127.0.0.2")
         # 127.0.0.1 has an override of 7 (the start probe of the fixture may still count
         # for a moment, hence the retry).
-        for i in range(7):
-            s = wait_until_served(broker.port, "127.0.0.1")
-            assert s is not None, f"connection {i + 1} of 7 from 127.0.0.1 (override) was refused"
-            socks.append(s)
+        socks += open_served(broker.port, "127.0.0.1", 7, "from 127.0.0.1 (override)")
         assert_closed_by_broker(connect(broker.port, "127.0.0.1"), "the 8th connection from 127.0.0.1")
         # A closed connection frees its address's slot.
         socks.pop(0).close()
@@ -202,10 +208,7 @@ def test_max_connections_waits_for_a_free_slot(start_broker):
     broker = start_broker(max_connections=3)
     socks = []
     try:
-        for i in range(3):
-            s = wait_until_served(broker.port, "127.0.0.1")
-            assert s is not None, f"connection {i + 1} of 3 was refused"
-            socks.append(s)
+        socks += open_served(broker.port, "127.0.0.1", 3, "within max.connections")
         # The kernel completes the handshake (the listen backlog), but the broker does not
         # take the connection while 3 are open: the request waits, unanswered and not closed.
         fourth = connect(broker.port, timeout=1.0)
