@@ -169,6 +169,8 @@ fn parse_voters(s: &str) -> anyhow::Result<BTreeMap<i32, SocketAddr>> {
 
 async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result<()> {
     let node_id: i32 = cfg.get("node.id").parse().context("node.id")?;
+    // Every role decides by the typed settings: a value that does not parse stops startup.
+    sluice::config::Settings::from_config(&cfg).map_err(anyhow::Error::msg)?;
     let roles: Vec<String> = cfg.get("process.roles").split(',').map(|r| r.trim().to_string()).filter(|r| !r.is_empty()).collect();
     if roles.is_empty() || roles.iter().any(|r| r != "broker" && r != "controller") {
         bail!("process.roles must be broker, controller, or both; got '{}'", cfg.get("process.roles"));

@@ -12,16 +12,18 @@ fn reads() -> Vec<(String, &'static str, String)> {
     let mut out = Vec::new();
     for f in common::rust_files(&common::src_dir()) {
         let text = std::fs::read_to_string(&f).unwrap();
-        let accessors = [(".get_i64", "get_i64"), (".get_bool", "get_bool"), (".get", "get")]
-            .into_iter()
-            .chain([("int", "get_i64"), ("positive_i32", "get_i64"), ("boolean", "get_bool")]);
+        let accessors = [(".get_i64", "get_i64"), (".get_bool", "get_bool"), (".get", "get")].into_iter().chain([
+            ("int", "get_i64"),
+            ("positive_i32", "get_i64"),
+            ("boolean", "get_bool"),
+        ]);
         for (call, acc) in accessors {
             let pat = format!("{call}(\"");
             let mut rest = text.as_str();
             while let Some(i) = rest.find(&pat) {
                 // A bare name must start a word (`int(`, not `hint(`).
-                let starts_word = call.starts_with('.')
-                    || !rest[..i].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+                let starts_word =
+                    call.starts_with('.') || !rest[..i].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
                 rest = &rest[i + pat.len()..];
                 if !starts_word {
                     continue;

@@ -23,7 +23,7 @@ use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
 use crate::clock::now_ms;
-use crate::config::BrokerConfig;
+use crate::config::{BrokerConfig, Settings};
 use crate::error::{Error, Result};
 use crate::metadata::image::Image;
 use crate::metadata::records::Record;
@@ -66,17 +66,25 @@ impl Controller {
         self.quorum.image()
     }
 
-    /// The broker config with the cluster's dynamic overrides applied.
-    fn config(&self) -> BrokerConfig {
-        self.config_from(&self.image())
-    }
-
-    /// [`config`](Self::config) against the image snapshot a caller already works on, so
-    /// both agree on the dynamic overrides.
+    /// The broker config with the dynamic overrides of the image snapshot a caller already
+    /// works on, so both agree on them.
     fn config_from(&self, img: &Image) -> BrokerConfig {
         let mut c = self.config.read().clone();
         c.dynamic_set = img.broker_configs.clone();
         c
+    }
+
+    /// The typed settings against `img`'s dynamic overrides. Values are validated when set,
+    /// so a failure here means an override that slipped past validation: say so loudly and
+    /// decide by the static (startup-checked) settings instead.
+    fn settings_from(&self, img: &Image) -> Settings {
+        Settings::from_config(&self.config_from(img)).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "a dynamic cluster config does not parse; the controller uses the static settings");
+            // main.rs refuses to start on static settings that do not parse; Kafka's defaults always do.
+            Settings::from_config(&self.config.read())
+                .or_else(|_| Settings::from_config(&BrokerConfig::default()))
+                .expect("Kafka's default settings parse")
+        })
     }
 
     fn not_controller(&self) -> Response {
@@ -168,11 +176,11 @@ impl Controller {
     /// Partition changes for a broker that is going away (fenced or shutting down).
     fn broker_gone_changes(&self, broker: i32) -> Vec<Record> {
         let img = self.image();
-        let cfg = self.config_from(&img);
+        let settings = self.settings_from(&img);
         let live = |b: i32| img.is_live(b);
         let mut out = Vec::new();
         for t in img.topics.values() {
-            let unclean_ok = unclean_allowed(&cfg, t);
+            let unclean_ok = unclean_allowed(&settings, t);
             for (i, p) in t.partitions.iter().enumerate() {
                 if let Some(c) = election::on_broker_gone(p, broker, &live, unclean_ok) {
                     log_change(&t.name, i, p, &c);
@@ -186,11 +194,11 @@ impl Controller {
     /// Partition changes for a broker that came back: offline partitions it can lead.
     fn broker_back_changes(&self, broker: i32) -> Vec<Record> {
         let img = self.image();
-        let cfg = self.config_from(&img);
+        let settings = self.settings_from(&img);
         let live = |b: i32| b == broker || img.is_live(b);
         let mut out = Vec::new();
         for t in img.topics.values() {
-            let unclean_ok = unclean_allowed(&cfg, t);
+            let unclean_ok = unclean_allowed(&settings, t);
             for (i, p) in t.partitions.iter().enumerate() {
                 if p.leader >= 0 || !p.replicas.contains(&broker) {
                     continue;
@@ -343,8 +351,8 @@ impl Controller {
             return;
         }
         let now = now_ms();
-        let cfg = self.config();
-        let timeout = cfg.get_i64("broker.session.timeout.ms");
+        let settings = self.settings_from(&self.image());
+        let timeout = settings.broker_session_timeout_ms;
         let expired: Vec<(i32, u64)> = {
             let img = self.image();
             let mut hb = self.heartbeats.lock();
@@ -365,10 +373,10 @@ impl Controller {
                 return;
             }
         }
-        let interval = cfg.get_i64("leader.imbalance.check.interval.seconds").saturating_mul(1000);
-        if cfg.get_bool("auto.leader.rebalance.enable") && now - *self.last_rebalance.lock() >= interval {
+        let interval = settings.leader_imbalance_check_interval_ms;
+        if settings.auto_leader_rebalance_enable && now - *self.last_rebalance.lock() >= interval {
             *self.last_rebalance.lock() = now;
-            let recs = self.rebalance_changes(cfg.get_i64("leader.imbalance.per.broker.percentage"));
+            let recs = self.rebalance_changes(settings.leader_imbalance_per_broker_percentage);
             if !recs.is_empty() {
                 tracing::info!(partitions = recs.len(), "leader imbalance above threshold: electing preferred leaders");
                 let _ = self.quorum.propose(recs).await;
@@ -431,8 +439,8 @@ impl Controller {
     }
 }
 
-fn unclean_allowed(cfg: &BrokerConfig, t: &crate::metadata::image::TopicImage) -> bool {
-    t.configs.get("unclean.leader.election.enable").map_or_else(|| cfg.get_bool("unclean.leader.election.enable"), |v| v == "true")
+fn unclean_allowed(settings: &Settings, t: &crate::metadata::image::TopicImage) -> bool {
+    t.configs.get("unclean.leader.election.enable").map_or(settings.unclean_leader_election_enable, |v| v == "true")
 }
 
 fn log_change(topic: &str, index: usize, before: &crate::metadata::records::PartitionState, c: &election::Change) {

@@ -50,7 +50,7 @@ impl Controller {
         if img.topics.contains_key(&req.name) {
             return Err(Error::TopicAlreadyExists(format!("topic '{}' already exists", req.name)));
         }
-        let cfg = self.config_from(img);
+        let settings = self.settings_from(img);
         let live: Vec<(i32, Option<String>)> = img.live_brokers().iter().map(|b| (b.id, b.rack.clone())).collect();
         for (k, v) in &req.configs {
             let def = config::topic_key(k).ok_or_else(|| Error::InvalidConfig(format!("unknown topic config '{k}'")))?;
@@ -74,14 +74,14 @@ impl Controller {
             }
             a.into_iter().map(|(_, r)| r).collect()
         } else {
-            let partitions = if req.partitions == -1 { cfg.get_i64("num.partitions") as i32 } else { req.partitions };
+            let partitions = if req.partitions == -1 { settings.num_partitions } else { req.partitions };
             if partitions <= 0 {
                 return Err(Error::InvalidPartitions(format!("number of partitions must be larger than 0, not {partitions}")));
             }
             let default_rf = match req.name.as_str() {
-                "__consumer_offsets" => cfg.get_i64("offsets.topic.replication.factor"),
-                "__transaction_state" => cfg.get_i64("transaction.state.log.replication.factor"),
-                _ => cfg.get_i64("default.replication.factor"),
+                names::OFFSETS_TOPIC => settings.offsets_topic_replication_factor,
+                names::TXN_TOPIC => settings.transaction_state_log_replication_factor,
+                _ => settings.default_replication_factor,
             };
             let rf = if req.replication_factor == -1 { default_rf } else { req.replication_factor as i64 };
             if rf <= 0 {
@@ -92,11 +92,7 @@ impl Controller {
             let rf = if names::is_internal(&req.name) { (rf as usize).min(live.len().max(1)) } else { rf as usize };
             place(&live, partitions, rf, start_index(&req.name, live.len()))?
         };
-        let min_isr = req
-            .configs
-            .get("min.insync.replicas")
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(cfg.get_i64("min.insync.replicas") as usize);
+        let min_isr = req.configs.get("min.insync.replicas").and_then(|v| v.parse::<usize>().ok()).unwrap_or(settings.min_insync_replicas);
         if min_isr > assignment[0].len() {
             tracing::info!(topic = %req.name, min_isr, rf = assignment[0].len(), "min.insync.replicas exceeds the replication factor");
         }
@@ -115,7 +111,7 @@ impl Controller {
     }
 
     pub(super) async fn delete_topics(&self, names: Vec<String>) -> Result<Response> {
-        if !self.config().get_bool("delete.topic.enable") {
+        if !self.settings_from(&self.image()).delete_topic_enable {
             let e = Error::PolicyViolation("topic deletion is disabled (delete.topic.enable=false)".into());
             return Ok(Response::Each { results: names.iter().map(|_| Err(e.clone())).collect(), offset: 0 });
         }

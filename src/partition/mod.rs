@@ -106,6 +106,20 @@ pub struct State {
 }
 
 impl State {
+    /// Whether the answer to a fetch made as a follower in leader epoch `fetched_in` may
+    /// still be applied: not once this broker leads, nor after the epoch moved on (the
+    /// answer may come from a deposed leader, or predate a truncation), as Kafka's fetcher
+    /// drops responses whose epoch no longer matches the partition's.
+    pub(crate) fn check_follows_in(&self, fetched_in: i32) -> Result<()> {
+        if self.replicas.is_leader() {
+            return Err(Error::NotLeaderOrFollower);
+        }
+        if fetched_in != self.leader_epoch {
+            return Err(Error::FencedLeaderEpoch(fetched_in));
+        }
+        Ok(())
+    }
+
     /// The last stable offset: below the oldest open transaction, and never past the HW.
     pub fn last_stable_offset(&self) -> i64 {
         self.producers.first_unstable_offset().map_or(self.high_watermark, |o| o.min(self.high_watermark))

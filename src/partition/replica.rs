@@ -264,11 +264,9 @@ impl Partition {
 
     /// On a follower: appends the leader's batches unchanged (offsets, epochs and all).
     /// A partial batch at the end (fetch responses may cut one) is left for the next fetch.
-    pub fn append_replicated(&self, records: &[u8], now_ms: i64) -> Result<usize> {
+    pub fn append_replicated(&self, records: &[u8], fetched_in: i32, now_ms: i64) -> Result<usize> {
         let mut st = self.state.lock();
-        if st.replicas.is_leader() {
-            return Err(Error::NotLeaderOrFollower);
-        }
+        st.check_follows_in(fetched_in)?;
         let mut pos = 0;
         let mut appended = 0;
         while pos + batch::HEADER_LEN <= records.len() {
@@ -299,9 +297,9 @@ impl Partition {
     }
 
     /// On a follower: the leader's high watermark, as far as this log reaches.
-    pub fn set_follower_hw(&self, hw: i64) {
+    pub fn set_follower_hw(&self, hw: i64, fetched_in: i32) {
         let mut st = self.state.lock();
-        if !st.replicas.is_leader() {
+        if st.check_follows_in(fetched_in).is_ok() {
             let hw = hw.min(st.log.log_end_offset()).max(0);
             if hw != st.high_watermark {
                 st.high_watermark = hw;
@@ -313,16 +311,18 @@ impl Partition {
 
     /// On a follower: drops the tail from `offset` on (it diverges from the leader's log),
     /// with the producer state, aborted-transaction and epoch entries it implied.
-    pub fn truncate_to(&self, offset: i64, now_ms: i64) -> Result<i64> {
+    pub fn truncate_to(&self, offset: i64, fetched_in: i32, now_ms: i64) -> Result<i64> {
         let mut st = self.state.lock();
-        // A leader never gives up what its high watermark covers: that was acknowledged.
+        // A leader never gives up what its high watermark covers: that was acknowledged. (An
+        // answer to a fetch made before this broker was elected is refused just below.)
         crate::invariant!(
-            !st.replicas.is_leader() || offset >= st.high_watermark,
+            !st.replicas.is_leader() || st.leader_epoch != fetched_in || offset >= st.high_watermark,
             "{}-{}: leader truncating to {offset} below its high watermark {}",
             self.topic,
             self.index,
             st.high_watermark
         );
+        st.check_follows_in(fetched_in)?;
         let before = st.log.log_end_offset();
         let leo = st.log.truncate_to(offset, now_ms)?;
         // Even when no batch goes: an epoch this replica led without writing anything
@@ -341,8 +341,9 @@ impl Partition {
     }
 
     /// On a follower whose log is entirely below the leader's log start: start over there.
-    pub fn reset_to(&self, offset: i64, now_ms: i64) -> Result<()> {
+    pub fn reset_to(&self, offset: i64, fetched_in: i32, now_ms: i64) -> Result<()> {
         let mut st = self.state.lock();
+        st.check_follows_in(fetched_in)?;
         st.log.reset_to(offset, now_ms)?;
         st.epochs.clear()?;
         st.aborted.clear();

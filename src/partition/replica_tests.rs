@@ -26,17 +26,17 @@ fn fetch_round(leader: &Partition, follower: &Partition, follower_id: i32, now: 
     let (offset, last_epoch, _) = follower.fetch_position();
     if last_epoch >= 0 {
         if let Some((_, end)) = leader.diverging(last_epoch, offset) {
-            follower.truncate_to(end, now).unwrap();
+            follower.truncate_to(end, follower.leader_epoch(), now).unwrap();
             return true;
         }
     }
     leader.follower_fetched(follower_id, offset, now);
     let d = leader.fetch_slice_for_follower(offset, 1 << 20, true, -1).unwrap();
     let copied = match d.slice {
-        Some(slice) => follower.append_replicated(&slice.to_vec().unwrap(), now).unwrap() > 0,
+        Some(slice) => follower.append_replicated(&slice.to_vec().unwrap(), follower.leader_epoch(), now).unwrap() > 0,
         None => false,
     };
-    follower.set_follower_hw(d.high_watermark);
+    follower.set_follower_hw(d.high_watermark, follower.leader_epoch());
     copied
 }
 

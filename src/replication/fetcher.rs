@@ -59,7 +59,7 @@ pub async fn run(leader: i32, cluster: Arc<Cluster>, mut parts: watch::Receiver<
             }
         }
         correlation = correlation.wrapping_add(1);
-        let req = build_request(&list, &s);
+        let (req, epochs) = build_request(&list, &s);
         let sock = conn.as_mut().expect("connected");
         let wait = Duration::from_millis(s.wait_ms as u64) + Duration::from_secs(10);
         let resp = match tokio::time::timeout(wait, exchange(sock, correlation, &req, s.me)).await {
@@ -73,8 +73,9 @@ pub async fn run(leader: i32, cluster: Arc<Cluster>, mut parts: watch::Receiver<
         let mut backoff = resp.error_code != 0;
         for t in &resp.responses {
             for pd in &t.partitions {
-                let Some(p) = list.iter().find(|p| p.topic == *t.topic.0 && p.index == pd.partition_index) else { continue };
-                if let Err(e) = handle_partition(p, pd, now_ms()) {
+                let Some(i) = list.iter().position(|p| p.topic == *t.topic.0 && p.index == pd.partition_index) else { continue };
+                let p = &list[i];
+                if let Err(e) = handle_partition(p, pd, epochs[i], now_ms()) {
                     backoff = true;
                     tracing::debug!(topic = %p.topic, partition = p.index, leader, error = %e, "replica fetch");
                 }
@@ -90,13 +91,17 @@ pub async fn run(leader: i32, cluster: Arc<Cluster>, mut parts: watch::Receiver<
     }
 }
 
-fn build_request(list: &[Arc<Partition>], s: &Settings) -> FetchRequest {
+/// The request, and the leader epoch each partition of `list` was fetched in.
+fn build_request(list: &[Arc<Partition>], s: &Settings) -> (FetchRequest, Vec<i32>) {
     let mut topics: Vec<FetchTopic> = Vec::new();
+    let mut epochs = Vec::with_capacity(list.len());
     for p in list {
         let (offset, last_epoch, log_start) = p.fetch_position();
+        let epoch = p.leader_epoch();
+        epochs.push(epoch);
         let fp = FetchPartition::default()
             .with_partition(p.index)
-            .with_current_leader_epoch(p.leader_epoch())
+            .with_current_leader_epoch(epoch)
             .with_fetch_offset(offset)
             .with_last_fetched_epoch(last_epoch)
             .with_log_start_offset(log_start)
@@ -108,7 +113,7 @@ fn build_request(list: &[Arc<Partition>], s: &Settings) -> FetchRequest {
             }
         }
     }
-    FetchRequest::default()
+    let req = FetchRequest::default()
         .with_replica_id(BrokerId(s.me))
         .with_max_wait_ms(s.wait_ms)
         .with_min_bytes(1)
@@ -116,7 +121,8 @@ fn build_request(list: &[Arc<Partition>], s: &Settings) -> FetchRequest {
         .with_isolation_level(0)
         .with_session_id(0)
         .with_session_epoch(-1)
-        .with_topics(topics)
+        .with_topics(topics);
+    (req, epochs)
 }
 
 /// Sends one request and reads its response.
@@ -145,11 +151,13 @@ async fn exchange(sock: &mut TcpStream, correlation: i32, req: &FetchRequest, me
     Ok(resp)
 }
 
-/// Applies one partition's part of a fetch response: truncation, records, high watermark.
-/// Time comes in, so the replication simulation drives the same code.
+/// Applies one partition's part of a fetch response (to a fetch made in leader epoch
+/// `fetched_in`): truncation, records, high watermark. Time comes in, so the replication
+/// simulation drives the same code.
 pub(super) fn handle_partition(
     p: &Partition,
     pd: &kafka_protocol::messages::fetch_response::PartitionData,
+    fetched_in: i32,
     now: i64,
 ) -> crate::error::Result<()> {
     match pd.error_code {
@@ -158,9 +166,9 @@ pub(super) fn handle_partition(
             // OFFSET_OUT_OF_RANGE: behind the leader's log start, or ahead of its end.
             let (offset, _, _) = p.fetch_position();
             if offset < pd.log_start_offset {
-                p.reset_to(pd.log_start_offset, now)?;
+                p.reset_to(pd.log_start_offset, fetched_in, now)?;
             } else {
-                p.truncate_to(pd.high_watermark.max(0), now)?;
+                p.truncate_to(pd.high_watermark.max(0), fetched_in, now)?;
             }
             return Ok(());
         }
@@ -173,12 +181,12 @@ pub(super) fn handle_partition(
         // the same answer would come back at every fetch).
         let theirs = pd.diverging_epoch.end_offset;
         let (_, ours) = p.end_offset_for_epoch(pd.diverging_epoch.epoch);
-        p.truncate_to(if ours >= 0 { ours.min(theirs) } else { theirs }, now)?;
+        p.truncate_to(if ours >= 0 { ours.min(theirs) } else { theirs }, fetched_in, now)?;
         return Ok(());
     }
     if let Some(records) = pd.records.as_ref().filter(|r| !r.is_empty()) {
-        p.append_replicated(records, now)?;
+        p.append_replicated(records, fetched_in, now)?;
     }
-    p.set_follower_hw(pd.high_watermark);
+    p.set_follower_hw(pd.high_watermark, fetched_in);
     Ok(())
 }

@@ -146,7 +146,8 @@ pub struct Broker {
     pub serving: bool,
     next_register: i64,
     next_heartbeat: i64,
-    fetch: Option<(u64, i64)>,
+    /// The fetch in flight: its id, when it was sent, and the leader epoch it was made in.
+    fetch: Option<(u64, i64, i32)>,
     next_fetch: i64,
     pub alter: Alter,
     next_shrink: i64,
@@ -492,13 +493,13 @@ impl Sim {
 
     fn fetched(&mut self, b: i32, id: u64, pd: PartitionData) {
         let i = Self::index(b);
-        if self.brokers[i].fetch.is_none_or(|(sent, _)| sent != id) {
+        let Some((_, _, fetched_in)) = self.brokers[i].fetch.filter(|(sent, _, _)| *sent == id) else {
             return; // an answer to a fetch given up on
-        }
+        };
         self.brokers[i].fetch = None;
         let before = self.brokers[i].mirror.len();
         let p = self.brokers[i].part.as_ref().expect("up");
-        let r = handle_partition(p, &pd, self.now);
+        let r = handle_partition(p, &pd, fetched_in, self.now);
         if r.is_ok() && pd.error_code == 0 {
             self.brokers[i].stale_hw = false;
         }
@@ -615,7 +616,7 @@ impl Sim {
         if leader < 0 || leader == br.id || now < br.paused_until {
             return;
         }
-        if let Some((_, sent)) = br.fetch {
+        if let Some((_, sent, _)) = br.fetch {
             if now - sent <= FETCH_TIMEOUT_MS {
                 return;
             }
@@ -629,7 +630,7 @@ impl Sim {
         let (offset, last_epoch, _) = p.fetch_position();
         let leader_epoch = p.leader_epoch();
         let id = self.id();
-        self.brokers[i].fetch = Some((id, now));
+        self.brokers[i].fetch = Some((id, now, leader_epoch));
         let b = self.brokers[i].id;
         self.send(Node::Broker(b), Node::Broker(leader), Body::Fetch { id, offset, last_epoch, leader_epoch });
     }

@@ -341,7 +341,10 @@ class ClusterTest {
                 return null;
             }
         });
-        TopicDescription regained = describeTopic(admin, "quorum-regained");
+        // The broker that forwarded the create waited for its own image; the one describeTopics
+        // asks may still be a fetch behind (Kafka's metadata is eventually consistent too).
+        TopicDescription regained = await("quorum-regained is described", Duration.ofSeconds(10),
+                seen -> describeTopic(admin, "quorum-regained"));
         assertNotNull(regained, "quorum-regained is described");
         // With a majority again, the two voters killed first get fenced and the restarted one is live.
         awaitLiveNodes(admin, new TreeSet<>(cluster.runningIds()), FENCE_WAIT);
