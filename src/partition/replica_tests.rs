@@ -206,3 +206,35 @@ fn an_epoch_led_without_writes_does_not_make_every_fetch_diverge() {
     }
     assert_eq!(log_bytes(&b1), log_bytes(&b2));
 }
+
+#[test]
+fn an_answer_to_a_fetch_from_an_older_epoch_changes_nothing() {
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (b1, b2) = (open(d1.path()), open(d2.path()));
+    b1.set_replica_state(&state(1, 0, &[1, 2]), 1);
+    b2.set_replica_state(&state(1, 0, &[1, 2]), 2);
+    for i in 0..3 {
+        b1.append(&batch(5 * 100 + i), 1, 1000).unwrap();
+    }
+    while fetch_round(&b1, &b2, 2, 1000) {}
+    let answer = b1.fetch_slice_for_follower(0, 1 << 20, true, -1).unwrap();
+    let records = answer.slice.unwrap().to_vec().unwrap();
+    // While broker 2's fetch (made in epoch 0) was in flight, it was elected (epoch 1) and
+    // acknowledged writes of its own. The late answer must not cut its log back.
+    b2.set_replica_state(&state(2, 1, &[2]), 2);
+    b2.append(&batch(6 * 100), -1, 1000).unwrap();
+    let before = log_bytes(&b2);
+    assert_eq!(b2.high_watermark(), 4);
+    assert!(matches!(b2.truncate_to(0, 0, 2000), Err(Error::NotLeaderOrFollower)));
+    assert!(matches!(b2.reset_to(0, 0, 2000), Err(Error::NotLeaderOrFollower)));
+    assert!(matches!(b2.append_replicated(&records, 0, 2000), Err(Error::NotLeaderOrFollower)));
+    assert_eq!(log_bytes(&b2), before, "the new leader's log is untouched");
+    assert_eq!(b2.high_watermark(), 4);
+    // A follower whose leader moved on (epoch 1 now) refuses what the epoch-0 leader said.
+    b1.set_replica_state(&state(2, 1, &[2]), 1);
+    let before = log_bytes(&b1);
+    assert!(matches!(b1.truncate_to(0, 0, 2000), Err(Error::FencedLeaderEpoch(0))));
+    b1.set_follower_hw(0, 0);
+    assert_eq!(log_bytes(&b1), before);
+    assert_eq!(b1.high_watermark(), 3);
+}
