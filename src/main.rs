@@ -300,7 +300,7 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
     tokio::spawn(broker.clone().follow_image(stop_rx.clone()));
     let mut caught_up = cluster.caught_up();
     let _ = caught_up.wait_for(|c| *c).await;
-    broker.reconcile(true);
+    broker.start_applying_roles();
 
     let metrics_at = cfg.get("metrics.listener");
     if !metrics_at.is_empty() {

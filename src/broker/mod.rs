@@ -46,6 +46,10 @@ pub struct Broker {
     pub replicas: ReplicaManager,
     /// Serializes reconciliation with the metadata image.
     reconciling: Mutex<()>,
+    /// Whether the image's roles (leader, follower) are acted on yet: not before this
+    /// broker has caught up with the metadata log, as in Kafka, since the image it restarts
+    /// on may be long stale (it could name this broker the leader of an ISR of one).
+    applying_roles: std::sync::atomic::AtomicBool,
     pub producer_ids: ProducerIdManager,
     /// The group coordinator.
     pub groups: Coordinator,
@@ -102,10 +106,12 @@ impl Broker {
             settings: arc_swap::ArcSwap::from_pointee(s),
             replicas: ReplicaManager::default(),
             reconciling: Mutex::new(()),
+            applying_roles: std::sync::atomic::AtomicBool::new(false),
             replication,
             peers: Default::default(),
         };
-        // Reconciling also loads the group and transaction state of the partitions led here.
+        // Opens (and after a crash recovers) the logs the saved image names; roles, fetchers
+        // and coordinator state wait for `start_applying_roles`.
         broker.reconcile(clean);
         if clean {
             std::fs::remove_file(&marker)?;

@@ -12,6 +12,7 @@ impl Broker {
     /// Brings local state in line with the image. Idempotent; cheap when nothing changed.
     pub fn reconcile(&self, clean: bool) {
         let _turn = self.reconciling.lock();
+        let roles = self.applying_roles.load(std::sync::atomic::Ordering::Acquire);
         let img = self.cluster.image();
         let me = self.identity.node_id;
         let reconfigure_all = {
@@ -32,7 +33,7 @@ impl Broker {
         let mut next: HashMap<String, Arc<Topic>> = HashMap::with_capacity(img.topics.len());
         for t in img.topics.values() {
             let old = current.get(&t.name).filter(|o| o.record.id == t.id);
-            let topic = self.reconcile_topic(t, old.map(|o| &**o), me, clean);
+            let topic = self.reconcile_topic(t, old.map(|o| &**o), me, clean, roles);
             let configs_changed = old.is_none_or(|o| o.record.configs != t.configs);
             if reconfigure_all || configs_changed {
                 self.reconfigure(&topic);
@@ -48,6 +49,11 @@ impl Broker {
             }
         }
         self.replicas.replace(next);
+        if !roles {
+            // Only the first reconcile, on the saved image, runs before (nothing was hosted
+            // yet, so nothing is gone).
+            return;
+        }
         for p in gone {
             self.remove_partition_files(&p.topic, p.index, p.topic_id);
         }
@@ -59,7 +65,7 @@ impl Broker {
         self.txns.sync_ownership(self);
     }
 
-    fn reconcile_topic(&self, t: &TopicImage, old: Option<&Topic>, me: i32, clean: bool) -> Topic {
+    fn reconcile_topic(&self, t: &TopicImage, old: Option<&Topic>, me: i32, clean: bool, roles: bool) -> Topic {
         let record = TopicRecord { name: t.name.clone(), id: t.id, partitions: t.partitions.len() as i32, configs: t.configs.clone() };
         let mut slots = Vec::with_capacity(t.partitions.len());
         for (i, st) in t.partitions.iter().enumerate() {
@@ -75,7 +81,7 @@ impl Broker {
                         }
                     },
                 };
-                if let Some(p) = &p {
+                if let Some(p) = p.as_ref().filter(|_| roles) {
                     p.set_replica_state(st, me);
                 }
                 p
@@ -98,6 +104,14 @@ impl Broker {
 }
 
 impl Broker {
+    /// Once this broker has caught up with the metadata log (the controller unfenced it):
+    /// from now on it leads and follows as the image says, and loads the group and
+    /// transaction state of what it leads.
+    pub fn start_applying_roles(&self) {
+        self.applying_roles.store(true, std::sync::atomic::Ordering::Release);
+        self.reconcile(true);
+    }
+
     /// Reconciles whenever more metadata is applied, until shutdown.
     pub async fn follow_image(self: Arc<Self>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
         let mut applied = self.cluster.applied();
@@ -105,6 +119,9 @@ impl Broker {
             tokio::select! {
                 r = applied.changed() => if r.is_err() { return },
                 _ = shutdown.changed() => return,
+            }
+            if !self.applying_roles.load(std::sync::atomic::Ordering::Acquire) {
+                continue; // start_applying_roles reconciles with the image it finds then
             }
             let me = self.clone();
             let _ = tokio::task::spawn_blocking(move || me.reconcile(true)).await;

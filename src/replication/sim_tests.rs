@@ -125,15 +125,7 @@ fn check(sim: &mut Sim, chaos: &mut Chaos) -> Result<(), String> {
         } else {
             br.lead = None;
         }
-        // KNOWN GAP, not checked: a broker restarted on its persisted metadata applies it at
-        // once (Broker::open reconciles before catching up). If that made it the leader of
-        // an ISR of one, its HW jumped to its log end, over a tail that may never have been
-        // committed; once it learns it follows, that HW covers divergent batches until its
-        // first fetch (KIP-392 reads could see them). Kafka applies no metadata before
-        // catching up. Drop this exemption when Sluice does the same (replay: seed 4314).
-        if !br.stale_hw {
-            hws.push((br.id, hw));
-        }
+        hws.push((br.id, hw));
     }
     // Below both high watermarks, two replicas hold the same batches.
     for (x, (a, hw_a)) in hws.iter().enumerate() {

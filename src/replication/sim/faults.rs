@@ -17,8 +17,8 @@ impl Sim {
         self.note(format!("broker {b} crashed"));
     }
 
-    /// The process starts again on its directory: recovery, then the metadata it has (if
-    /// its metadata log survived), then registration as a new incarnation.
+    /// The process starts again on its directory: recovery, then registration as a new
+    /// incarnation; the metadata it kept (if its metadata log survived) waits until it serves.
     pub fn restart(&mut self, b: i32) {
         let i = Self::index(b);
         let keep_metadata = self.rng.chance(50);
@@ -28,7 +28,6 @@ impl Sim {
         br.incarnation += 1;
         br.epoch_seen = -1;
         br.serving = false;
-        br.stale_hw = false;
         br.next_register = now;
         br.next_fetch = now;
         br.next_shrink = now;
@@ -46,11 +45,8 @@ impl Sim {
                 self.brokers[i].mirror.len()
             ));
         }
-        if let Some(k) = self.brokers[i].known.clone() {
-            let p = self.brokers[i].part.as_ref().expect("just opened");
-            p.set_replica_state_at(&k, b, now);
-            self.brokers[i].stale_hw = k.leader == b;
-        }
+        // The saved metadata is not acted on yet: the broker leads or follows only once it
+        // has caught up and the controller unfenced it (`Broker::start_applying_roles`).
         self.note(format!("broker {b} restarted (metadata kept: {keep_metadata}, log end {})", on_disk.len()));
     }
 }

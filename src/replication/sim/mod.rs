@@ -161,10 +161,6 @@ pub struct Broker {
     pub lead: Option<(u64, i32, i64)>,
     /// Highest leader epoch applied in this incarnation.
     pub epoch_seen: i32,
-    /// Restarted on metadata that made it the leader, its HW may cover a tail nobody
-    /// committed, until its first fetch as a follower corrects it (a known gap: see
-    /// `sim_tests::check`).
-    pub stale_hw: bool,
 }
 
 pub struct Client {
@@ -262,7 +258,6 @@ impl Sim {
                 mirror: Vec::new(),
                 lead: None,
                 epoch_seen: 0,
-                stale_hw: false,
             });
         }
         let ctl = Controller::new(state, regs, now);
@@ -422,6 +417,12 @@ impl Sim {
             Body::HeartbeatOk { fenced } if !fenced && !self.brokers[i].serving => {
                 self.brokers[i].serving = true;
                 self.note(format!("broker {b} serves"));
+                // `start_applying_roles`: the roles of the image it has caught up to.
+                if let Some(k) = self.brokers[i].known.clone() {
+                    let p = self.brokers[i].part.as_ref().expect("up");
+                    p.set_replica_state_at(&k, b, self.now);
+                    self.brokers[i].next_fetch = self.now;
+                }
             }
             Body::HeartbeatStale => {
                 // The controller forgot this registration: register again.
@@ -429,7 +430,12 @@ impl Sim {
                 self.brokers[i].next_register = self.now;
             }
             Body::Push { state } if self.brokers[i].known.as_ref().is_none_or(|k| state.partition_epoch >= k.partition_epoch) => {
-                self.apply_state(i, state);
+                if self.brokers[i].serving {
+                    self.apply_state(i, state);
+                } else {
+                    // Caught up in the metadata, not acted on: `follow_image` waits for the roles.
+                    self.brokers[i].known = Some(state);
+                }
             }
             _ => {}
         }
@@ -500,9 +506,6 @@ impl Sim {
         let before = self.brokers[i].mirror.len();
         let p = self.brokers[i].part.as_ref().expect("up");
         let r = handle_partition(p, &pd, fetched_in, self.now);
-        if r.is_ok() && pd.error_code == 0 {
-            self.brokers[i].stale_hw = false;
-        }
         if self.verbose && (r.is_err() || pd.error_code != 0) {
             self.note(format!("broker {b} fetch: error {} hw {}, applying it: {r:?}", pd.error_code, pd.high_watermark));
         }
@@ -613,7 +616,7 @@ impl Sim {
         let now = self.now;
         let br = &mut self.brokers[i];
         let leader = br.known.as_ref().map_or(-1, |k| k.leader);
-        if leader < 0 || leader == br.id || now < br.paused_until {
+        if leader < 0 || leader == br.id || now < br.paused_until || !br.serving {
             return;
         }
         if let Some((_, sent, _)) = br.fetch {
