@@ -382,8 +382,12 @@ impl TxnMachine {
     /// idle producer's nothing (moving its epoch on); a commit of nothing is refused.
     fn end_v2(&self, req: &EndRequest, now_ms: i64, fresh: Option<i64>) -> Step {
         let Some(m) = self.txns.get(req.id) else { return Step::Answer(Err(Error::InvalidProducerIdMapping)) };
-        let retry_on_bump = m.producer_id == req.producer_id && i32::from(m.epoch) == i32::from(req.epoch) + 1;
-        let retry_on_rotation = m.last_producer_id == req.producer_id && req.epoch == LAST_EPOCH && m.epoch == 0;
+        // A retry is of an end this producer asked for at the epoch below: an abort the
+        // coordinator forced (a fence) leaves no last epoch, so the fenced producer is
+        // told so rather than answered as if it had ended the transaction itself.
+        let asked_at = m.last_epoch == req.epoch;
+        let retry_on_bump = asked_at && m.producer_id == req.producer_id && i32::from(m.epoch) == i32::from(req.epoch) + 1;
+        let retry_on_rotation = asked_at && m.last_producer_id == req.producer_id && req.epoch == LAST_EPOCH && m.epoch == 0;
         if m.producer_id != req.producer_id && !retry_on_rotation {
             return Step::Answer(Err(Error::InvalidProducerIdMapping));
         }
@@ -425,7 +429,8 @@ impl TxnMachine {
             n.state = TxnState::complete(commit);
             n.partitions.clear();
             n.start_ms = now_ms;
-            Step::Write(n.clone(), Then::Answer(n.producer_id, n.epoch))
+            let then = Then::Answer(n.producer_id, n.epoch);
+            Step::Write(n, then)
         };
         match (m.state, req.commit) {
             (TxnState::Ongoing, commit) => finish(commit, true),

@@ -247,6 +247,21 @@ fn transactions_v2_bump_on_every_end_and_answer_retries_from_the_epoch_below() {
     assert!(matches!(s.end(pid, 3, true, true), Err(Error::InvalidTxnState(_))));
 }
 
+#[test]
+fn transactions_v2_a_producer_whose_transaction_timed_out_is_fenced_not_answered_as_a_retry() {
+    let mut s = Sim::new();
+    let (pid, _) = s.init(None).unwrap();
+    s.add(pid, 0, 0).unwrap();
+    let fence = s.m.expire(i64::MAX / 2).remove(0);
+    s.m.written(fence);
+    assert_eq!(s.end(pid, 0, false, true), Err(Error::ProducerFenced(0)), "while its abort is written");
+    assert_eq!(s.end(pid, 0, true, true), Err(Error::ProducerFenced(0)));
+    s.markers();
+    assert_eq!(s.end(pid, 0, true, true), Err(Error::ProducerFenced(0)), "after");
+    assert_eq!(s.end(pid, 0, false, true), Err(Error::ProducerFenced(0)));
+    assert_eq!(s.end(pid, 0, true, false), Err(Error::ProducerFenced(0)));
+}
+
 /// Puts `id` at the last epoch before its producer id must change.
 fn exhausted(s: &mut Sim, state: TxnState) -> i64 {
     let (pid, _) = s.init(None).unwrap();
