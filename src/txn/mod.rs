@@ -1,8 +1,10 @@
 //! Producer ids, idempotence and transactions.
 
 pub mod coordinator;
+pub mod machine;
 pub mod markers;
 pub mod pid;
+pub mod record;
 
 use crate::cluster::peer::Peers;
 use crate::error::Result;
