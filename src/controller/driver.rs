@@ -32,6 +32,11 @@ enum Cmd {
 #[derive(Debug, Clone, Default)]
 pub struct Status {
     pub leader: Option<u64>,
+    /// Leads, and has applied the log up to an entry of its own term, so every entry of
+    /// earlier terms is in its image: only then does it decide anything (Kafka's controller
+    /// too becomes active once it has replayed the log up to its epoch's start). A leader
+    /// deciding before that would compute records from an image that lacks ones already
+    /// in its log, which then commit ahead of its own.
     pub is_leader: bool,
     pub term: u64,
     pub commit: u64,
@@ -131,14 +136,18 @@ impl Quorum {
                 applied_tx.send_if_modified(|v| std::mem::replace(v, offset) != offset);
                 let st = Status {
                     leader: node.leader(),
-                    is_leader: node.is_leader(),
+                    is_leader: node.is_active(),
                     term: node.term(),
                     commit: node.commit_index(),
                     progress: node.progress(),
                     voters: node.voters(),
                 };
                 status_tx.send_if_modified(|s| {
-                    let changed = s.leader != st.leader || s.term != st.term || s.commit != st.commit || s.progress != st.progress;
+                    let changed = s.leader != st.leader
+                        || s.is_leader != st.is_leader
+                        || s.term != st.term
+                        || s.commit != st.commit
+                        || s.progress != st.progress;
                     *s = st;
                     changed
                 });

@@ -124,6 +124,13 @@ impl QuorumNode {
         self.raw.raft.state == StateRole::Leader
     }
 
+    /// Leads and has applied an entry of its own term (the one it appends on election), so
+    /// its image holds every entry of earlier terms.
+    pub fn is_active(&self) -> bool {
+        let log = &self.raw.raft.raft_log;
+        self.is_leader() && log.term(log.applied).is_ok_and(|t| t == self.raw.raft.term)
+    }
+
     /// The current leader's id, if known.
     pub fn leader(&self) -> Option<u64> {
         Some(self.raw.raft.leader_id).filter(|&l| l != 0)

@@ -84,6 +84,11 @@ impl Partition {
             ps.leader_epoch,
             st.leader_epoch
         );
+        if ps.leader_epoch < st.leader_epoch {
+            // As Kafka's brokers ignore a LeaderAndIsr with a stale epoch: acting on it could
+            // make this broker lead beside the leader of the newer epoch.
+            return;
+        }
         if ps.partition_epoch != st.replicas.partition_epoch {
             // The controller decided something about this partition: pending is settled.
             st.pending_isr.clear();
