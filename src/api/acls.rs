@@ -119,8 +119,7 @@ pub async fn describe(ctx: &Ctx<'_>, req: DescribeAclsRequest) -> DescribeAclsRe
 }
 
 pub async fn delete(ctx: &Ctx<'_>, req: DeleteAclsRequest) -> DeleteAclsResponse {
-    let failed =
-        |e: &Error| DeleteAclsFilterResult::default().with_error_code(e.code()).with_error_message(Some(sb(e.message())));
+    let failed = |e: &Error| DeleteAclsFilterResult::default().with_error_code(e.code()).with_error_message(Some(sb(e.message())));
     if let Some(e) = refused(ctx, Operation::Alter) {
         return DeleteAclsResponse::default().with_filter_results(req.filters.iter().map(|_| failed(&e)).collect());
     }

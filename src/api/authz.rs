@@ -27,9 +27,10 @@ pub(super) fn effective_principal(broker: &Arc<Broker>, client_id: &str, peer: I
         return principal;
     };
     let img = broker.cluster.image();
-    let from_that_broker = img.brokers.get(&id).is_some_and(|b| {
-        b.host.parse::<IpAddr>().map(|ip| ip == peer).unwrap_or(b.host == "localhost" && peer.is_loopback())
-    });
+    let from_that_broker = img
+        .brokers
+        .get(&id)
+        .is_some_and(|b| b.host.parse::<IpAddr>().map(|ip| ip == peer).unwrap_or(b.host == "localhost" && peer.is_loopback()));
     if !from_that_broker {
         return principal;
     }

@@ -132,10 +132,7 @@ impl Acls {
             exact.chain(wild.into_iter().flatten())
         });
         let prefixed = t.into_iter().flat_map(move |t| {
-            t.prefix_lens
-                .range(..=name.len())
-                .filter_map(move |(&len, _)| name.get(..len).and_then(|p| t.prefixed.get(p)))
-                .flatten()
+            t.prefix_lens.range(..=name.len()).filter_map(move |(&len, _)| name.get(..len).and_then(|p| t.prefixed.get(p))).flatten()
         });
         literal.chain(prefixed).filter_map(|id| self.inner.by_id.get(id))
     }
@@ -205,7 +202,10 @@ impl Authorizer<'_> {
             mine.iter().any(|d| {
                 d.permission == Permission::Deny
                     && match d.pattern_type {
-                        PatternType::Literal => d.resource_name == WILDCARD || (d.resource_name == allow.resource_name && allow.pattern_type == PatternType::Literal),
+                        PatternType::Literal => {
+                            d.resource_name == WILDCARD
+                                || (d.resource_name == allow.resource_name && allow.pattern_type == PatternType::Literal)
+                        }
                         PatternType::Prefixed => allow.resource_name.starts_with(&d.resource_name),
                         _ => false,
                     }
@@ -219,6 +219,9 @@ impl Authorizer<'_> {
 
     /// The `*_authorized_operations` bit set Kafka reports for one resource.
     pub fn authorized_operations(&self, who: &Requester<'_>, rtype: ResourceType, name: &str) -> i32 {
-        Operation::for_resource(rtype).iter().filter(|op| self.authorize(who, **op, rtype, name)).fold(0, |bits, op| bits | (1 << op.code()))
+        Operation::for_resource(rtype)
+            .iter()
+            .filter(|op| self.authorize(who, **op, rtype, name))
+            .fold(0, |bits, op| bits | (1 << op.code()))
     }
 }

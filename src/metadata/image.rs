@@ -213,7 +213,9 @@ mod tests {
                     value: (rng.below(3) > 0).then(|| rng.below(100_000).to_string()),
                 },
                 7 => Record::BrokerConfig { key: "log.retention.ms".into(), value: Some(i.to_string()) },
-                8 if rng.below(3) == 0 => Record::RemoveAccessControlEntry { id: Uuid::from_u64_pair(seed, 2_000_000 + rng.below(i as u64 + 1)) },
+                8 if rng.below(3) == 0 => {
+                    Record::RemoveAccessControlEntry { id: Uuid::from_u64_pair(seed, 2_000_000 + rng.below(i as u64 + 1)) }
+                }
                 8 => {
                     use crate::auth::*;
                     let acl = AclBinding {
