@@ -152,17 +152,17 @@ fn filters_match_as_kafka_does() {
     let m = f(Match, Some("orders"));
     assert!(m.matches(&lit) && m.matches(&pre) && m.matches(&wild));
     assert!(!f(Match, Some("other")).matches(&pre));
-    assert!(f(Any, Some("ord")).matches(&pre) && !f(Any, Some("ord")).matches(&lit));
+    assert!(f(PatternType::Any, Some("ord")).matches(&pre) && !f(PatternType::Any, Some("ord")).matches(&lit));
     assert!(f(Literal, None).matches(&lit) && !f(Literal, None).matches(&pre));
     assert!(!f(Prefixed, Some("orders")).matches(&pre));
-    assert!(f(Unknown, None).is_unknown());
+    assert!(f(PatternType::Unknown, None).is_unknown());
 }
 
 #[test]
 fn bindings_are_validated_as_kafka_does() {
     assert!(topic("t", Literal, Read, Allow).validate().is_ok());
     assert!(topic("t", Match, Read, Allow).validate().is_err());
-    assert!(topic("t", Literal, Any, Allow).validate().is_err());
+    assert!(topic("t", Literal, Operation::Any, Allow).validate().is_err());
     assert!(acl(ResourceType::Any, "t", Literal, "User:a", "*", Read, Allow).validate().is_err());
     assert!(acl(ResourceType::Cluster, "c", Literal, "User:a", "*", Alter, Allow).validate().is_err());
     assert!(acl(ResourceType::Topic, "t", Literal, "alice", "*", Read, Allow).validate().is_err());
