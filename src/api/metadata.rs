@@ -38,8 +38,11 @@ pub(crate) fn topic_entry(broker: &Broker, t: &Topic) -> MetadataResponseTopic {
         .with_partitions(partitions)
 }
 
-/// Live brokers, as (id, host, port, rack), and the id clients are told is the controller.
-fn live_brokers(broker: &Broker) -> (Vec<(i32, String, i32, Option<String>)>, i32) {
+/// A live broker as (id, host, port, rack).
+type LiveBroker = (i32, String, i32, Option<String>);
+
+/// Live brokers, and the id clients are told is the controller.
+fn live_brokers(broker: &Broker) -> (Vec<LiveBroker>, i32) {
     let img = broker.cluster.image();
     let live: Vec<_> = img.live_brokers().iter().map(|b| (b.id, b.host.clone(), b.port, b.rack.clone())).collect();
     let controller = controller_id(broker.identity.node_id, img.is_live(broker.identity.node_id), &live);
@@ -55,7 +58,7 @@ fn live_brokers(broker: &Broker) -> (Vec<(i32, String, i32, Option<String>)>, i3
 /// sends its admin requests there until they time out. So Sluice is stricter than Kafka:
 /// the answering broker names itself when it is registered and unfenced (the client just
 /// reached it); otherwise, like Kafka, a random live broker; -1 if there is none.
-fn controller_id(me: i32, me_live: bool, live: &[(i32, String, i32, Option<String>)]) -> i32 {
+fn controller_id(me: i32, me_live: bool, live: &[LiveBroker]) -> i32 {
     if me_live {
         return me;
     }

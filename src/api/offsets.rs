@@ -178,10 +178,14 @@ pub async fn offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> OffsetFetch
     OffsetFetchResponse::default().with_topics(topics)
 }
 
+/// Committed offsets by topic, as the group coordinator answers them.
+type Offsets = Vec<(String, Vec<(i32, Option<Committed>)>)>;
+/// [`Offsets`] with a per-partition refusal.
+type CheckedOffsets = Vec<(String, Vec<(i32, crate::error::Result<Option<Committed>>)>)>;
+
 /// Kafka's OffsetFetch: partitions of topics the client may not DESCRIBE carry
 /// TOPIC_AUTHORIZATION_FAILED when asked for by name, and are left out of "all topics".
-type Offsets = Vec<(String, Vec<(i32, Option<Committed>)>)>;
-fn authorized_offsets(ctx: &Ctx<'_>, named: bool, found: Offsets) -> Vec<(String, Vec<(i32, crate::error::Result<Option<Committed>>)>)> {
+fn authorized_offsets(ctx: &Ctx<'_>, named: bool, found: Offsets) -> CheckedOffsets {
     found
         .into_iter()
         .filter_map(|(t, ps)| {

@@ -42,7 +42,7 @@ pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceRespons
             .into_iter()
             .enumerate()
             .map(|(pi, pd)| {
-                let result = if !matches!(acks, -1 | 0 | 1) {
+                let result = if !(-1..=1).contains(&acks) {
                     Err(Error::InvalidRequiredAcks(acks))
                 } else {
                     topic.as_ref().map_err(Clone::clone).and_then(|t| {

@@ -20,8 +20,11 @@ fn code(r: crate::error::Result<()>, fenced_supported: bool) -> i16 {
     r.err().map_or(0, |e| e.for_old_clients(fenced_supported).code())
 }
 
+/// (topic, partition) pairs.
+type Parts = Vec<(String, i32)>;
+
 /// The partitions named, and those of them that don't exist.
-fn named(broker: &crate::broker::Broker, topics: &[AddPartitionsToTxnTopic]) -> (Vec<(String, i32)>, Vec<(String, i32)>) {
+fn named(broker: &crate::broker::Broker, topics: &[AddPartitionsToTxnTopic]) -> (Parts, Parts) {
     let parts: Vec<(String, i32)> = topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), *p))).collect();
     let unknown = parts.iter().filter(|(t, p)| broker.topic(t).is_none_or(|t| *p < 0 || *p >= t.record.partitions)).cloned().collect();
     (parts, unknown)
