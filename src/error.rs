@@ -143,6 +143,16 @@ pub enum Error {
     NotCoordinator,
     #[error("no reassignment in progress")]
     NoReassignmentInProgress,
+    #[error("not authorized to access topics: [{0}]")]
+    TopicAuthorizationFailed(String),
+    #[error("not authorized to access group: {0}")]
+    GroupAuthorizationFailed(String),
+    #[error("cluster authorization failed")]
+    ClusterAuthorizationFailed,
+    #[error("transactional id authorization failed")]
+    TransactionalIdAuthorizationFailed,
+    #[error("no Authorizer is configured")]
+    SecurityDisabled,
     #[error("another broker answered error code {0}")]
     Remote(i16),
 }
@@ -232,6 +242,11 @@ impl Error {
             EligibleLeadersNotAvailable => ResponseError::EligibleLeadersNotAvailable,
             NotCoordinator => ResponseError::NotCoordinator,
             NoReassignmentInProgress => ResponseError::NoReassignmentInProgress,
+            TopicAuthorizationFailed(_) => ResponseError::TopicAuthorizationFailed,
+            GroupAuthorizationFailed(_) => ResponseError::GroupAuthorizationFailed,
+            ClusterAuthorizationFailed => ResponseError::ClusterAuthorizationFailed,
+            TransactionalIdAuthorizationFailed => ResponseError::TransactionalIdAuthorizationFailed,
+            SecurityDisabled => ResponseError::SecurityDisabled,
             Remote(c) => ResponseError::try_from_code(*c).unwrap_or(ResponseError::UnknownServerError),
         }
     }

@@ -9,7 +9,7 @@
 //! | layer | modules | holds |
 //! |---|---|---|
 //! | 1 | `clock`, `error`, `config` | time as an input, the one error-to-code mapping, every key with Kafka's defaults and the typed `Settings` |
-//! | 2 | `log` | segments, indexes, cleaner; byte formats (batches, records, control batches, producer state) |
+//! | 2 | `log`, `auth` | segments, indexes, cleaner; byte formats (batches, records, control batches, producer state); the ACL index and Kafka's authorizer decision |
 //! | 3 | `metadata` | metadata records, the image, its published snapshots, name rules |
 //! | 4 | `partition` | one partition's replica state and ISR bookkeeping, the replica manager, fetch watchers, the coordinators' interface |
 //! | 5 | `controller` | the Raft metadata quorum and the active controller |
@@ -22,6 +22,7 @@
 //! | 12 | `dev_cluster` | the local multi-node cluster command |
 
 pub mod api;
+pub mod auth;
 pub mod broker;
 pub mod clock;
 pub mod cluster;
@@ -44,7 +45,7 @@ mod testing;
 /// The top-level modules, bottom layer first; modules in one layer may not import each other.
 pub const LAYERS: &[&[&str]] = &[
     &["clock", "error", "config", "testing"],
-    &["log"],
+    &["log", "auth"],
     &["metadata"],
     &["partition"],
     &["controller"],

@@ -9,6 +9,7 @@ use kafka_protocol::messages::*;
 use std::time::Duration;
 
 use super::{sb, Ctx};
+use crate::auth::Operation;
 use crate::broker::CreateRequest;
 use crate::error::{Error, Result};
 use crate::metadata::image::TopicImage;
@@ -53,10 +54,14 @@ pub async fn create_topics(ctx: &Ctx<'_>, req: CreateTopicsRequest) -> CreateTop
     let mut seen = std::collections::HashSet::new();
     let duplicates: std::collections::HashSet<String> =
         req.topics.iter().map(|t| t.name.0.to_string()).filter(|n| !seen.insert(n.clone())).collect();
+    // Kafka: CREATE on the cluster, or else on each topic.
+    let cluster_create = ctx.cluster_allowed(Operation::Create);
+    let denied: std::collections::HashSet<String> =
+        req.topics.iter().map(|t| t.name.0.to_string()).filter(|n| !cluster_create && !ctx.topic_allowed(Operation::Create, n)).collect();
     let asks: Vec<CreateRequest> = req
         .topics
         .iter()
-        .filter(|t| !duplicates.contains(&*t.name.0))
+        .filter(|t| !duplicates.contains(&*t.name.0) && !denied.contains(&*t.name.0))
         .map(|t| CreateRequest {
             name: t.name.0.to_string(),
             partitions: t.num_partitions,
@@ -76,12 +81,20 @@ pub async fn create_topics(ctx: &Ctx<'_>, req: CreateTopicsRequest) -> CreateTop
             let r = CreatableTopicResult::default().with_name(t.name.clone());
             let result = if duplicates.contains(&name) {
                 Err(Error::InvalidRequest(format!("topic '{name}' appears more than once in the request")))
+            } else if denied.contains(&name) {
+                Err(Error::TopicAuthorizationFailed(name.clone()))
             } else {
                 results.next().unwrap_or(Err(Error::OperationNotAttempted))
             };
             match result {
                 Ok(img) => {
-                    let describe = if req.validate_only { Ok(Vec::new()) } else { broker.describe_topic_configs(&name, None) };
+                    let describe = if req.validate_only {
+                        Ok(Vec::new())
+                    } else if !ctx.topic_allowed(Operation::DescribeConfigs, &name) {
+                        Err(Error::TopicAuthorizationFailed(name.clone()))
+                    } else {
+                        broker.describe_topic_configs(&name, None)
+                    };
                     created(ctx, r, &img, describe)
                 }
                 Err(e) => {
@@ -108,9 +121,16 @@ pub async fn delete_topics(ctx: &Ctx<'_>, req: DeleteTopicsRequest) -> DeleteTop
     };
     let resolved: Vec<Result<(String, uuid::Uuid)>> = wanted
         .iter()
-        .map(|(name, id)| match name {
-            Some(n) => broker.topic(n).map(|t| (n.clone(), t.record.id)).ok_or(Error::UnknownTopicOrPartition),
-            None => broker.topic_by_id(*id).map(|t| (t.record.name.clone(), *id)).ok_or(Error::UnknownTopicId),
+        .map(|(name, id)| {
+            let (n, tid) = match name {
+                Some(n) => {
+                    ctx.check_topic(Operation::Delete, n)?;
+                    broker.topic(n).map(|t| (n.clone(), t.record.id)).ok_or(Error::UnknownTopicOrPartition)?
+                }
+                None => broker.topic_by_id(*id).map(|t| (t.record.name.clone(), *id)).ok_or(Error::UnknownTopicId)?,
+            };
+            ctx.check_topic(Operation::Delete, &n)?;
+            Ok((n, tid))
         })
         .collect();
     let names: Vec<String> = resolved.iter().flatten().map(|(n, _)| n.clone()).collect();
@@ -149,7 +169,10 @@ pub async fn create_partitions(ctx: &Ctx<'_>, req: CreatePartitionsRequest) -> C
     for t in req.topics {
         let assignments: Option<Vec<Vec<i32>>> =
             t.assignments.as_ref().map(|a| a.iter().map(|x| x.broker_ids.iter().map(|b| b.0).collect()).collect());
-        let result = ctx.broker.create_partitions(&t.name.0, t.count, assignments, req.validate_only, timeout_of(req.timeout_ms)).await;
+        let result = match ctx.check_topic(Operation::Alter, &t.name.0) {
+            Ok(()) => ctx.broker.create_partitions(&t.name.0, t.count, assignments, req.validate_only, timeout_of(req.timeout_ms)).await,
+            Err(e) => Err(e),
+        };
         let r = CreatePartitionsTopicResult::default().with_name(t.name);
         results.push(match result {
             Ok(()) => r,
@@ -164,7 +187,9 @@ pub async fn delete_records(ctx: &Ctx<'_>, req: DeleteRecordsRequest) -> DeleteR
         .topics
         .into_iter()
         .map(|t| {
-            let topic = ctx.broker.topic(&t.name.0);
+            let topic = ctx
+                .check_topic(Operation::Delete, &t.name.0)
+                .and_then(|()| ctx.broker.topic(&t.name.0).ok_or(Error::UnknownTopicOrPartition));
             let partitions = t
                 .partitions
                 .into_iter()
@@ -172,7 +197,7 @@ pub async fn delete_records(ctx: &Ctx<'_>, req: DeleteRecordsRequest) -> DeleteR
                     let r = DeleteRecordsPartitionResult::default().with_partition_index(p.partition_index);
                     let result = topic
                         .as_ref()
-                        .ok_or(Error::UnknownTopicOrPartition)
+                        .map_err(Clone::clone)
                         .and_then(|tp| tp.get(p.partition_index))
                         .and_then(|part| part.delete_records(p.offset));
                     match result {

@@ -6,6 +6,7 @@ use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourc
 use kafka_protocol::messages::*;
 
 use super::{sb, Ctx};
+use crate::auth::Operation;
 use crate::broker::ConfigEntry;
 use crate::error::{Error, Result};
 
@@ -18,6 +19,17 @@ fn resource_kind(t: i8) -> Result<bool> {
         BROKER => Ok(false),
         other => Err(Error::InvalidRequest(format!("resource type {other} is not supported"))),
     }
+}
+
+/// Kafka: `op` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on the topic, or on the cluster for
+/// broker configs.
+fn authorized(ctx: &Ctx<'_>, is_topic: bool, name: &str, op: Operation) -> Result<bool> {
+    if is_topic {
+        ctx.check_topic(op, name)?;
+    } else {
+        ctx.check_cluster(op)?;
+    }
+    Ok(is_topic)
 }
 
 fn entry(e: ConfigEntry, synonyms: bool, docs: bool, version: i16) -> DescribeConfigsResourceResult {
@@ -51,13 +63,14 @@ pub async fn describe_configs(ctx: &Ctx<'_>, req: DescribeConfigsRequest) -> Des
         .map(|res| {
             let keys: Option<Vec<String>> = res.configuration_keys.map(|k| k.iter().map(|s| s.to_string()).collect());
             let name = res.resource_name.to_string();
-            let found = resource_kind(res.resource_type).and_then(|is_topic| {
-                if is_topic {
-                    ctx.broker.describe_topic_configs(&name, keys.as_deref())
-                } else {
-                    ctx.broker.describe_broker_configs(&name, keys.as_deref())
-                }
-            });
+            let found =
+                resource_kind(res.resource_type).and_then(|t| authorized(ctx, t, &name, Operation::DescribeConfigs)).and_then(|is_topic| {
+                    if is_topic {
+                        ctx.broker.describe_topic_configs(&name, keys.as_deref())
+                    } else {
+                        ctx.broker.describe_broker_configs(&name, keys.as_deref())
+                    }
+                });
             let r = DescribeConfigsResult::default().with_resource_type(res.resource_type).with_resource_name(res.resource_name);
             match found {
                 Ok(entries) => r.with_configs(
@@ -76,14 +89,15 @@ pub async fn alter_configs(ctx: &Ctx<'_>, req: AlterConfigsRequest) -> AlterConf
         .into_iter()
         .map(|res| {
             let name = res.resource_name.to_string();
-            let result = resource_kind(res.resource_type).and_then(|is_topic| {
-                let mut set = BTreeMap::new();
-                for c in &res.configs {
-                    let v = c.value.as_ref().ok_or_else(|| Error::InvalidRequest(format!("null value for {}", &*c.name)))?;
-                    set.insert(c.name.to_string(), v.to_string());
-                }
-                ctx.broker.alter_configs(is_topic, &name, set, req.validate_only)
-            });
+            let result =
+                resource_kind(res.resource_type).and_then(|t| authorized(ctx, t, &name, Operation::AlterConfigs)).and_then(|is_topic| {
+                    let mut set = BTreeMap::new();
+                    for c in &res.configs {
+                        let v = c.value.as_ref().ok_or_else(|| Error::InvalidRequest(format!("null value for {}", &*c.name)))?;
+                        set.insert(c.name.to_string(), v.to_string());
+                    }
+                    ctx.broker.alter_configs(is_topic, &name, set, req.validate_only)
+                });
             let r = alter_configs_response::AlterConfigsResourceResponse::default()
                 .with_resource_type(res.resource_type)
                 .with_resource_name(res.resource_name);
@@ -103,15 +117,16 @@ pub async fn incremental_alter_configs(ctx: &Ctx<'_>, req: IncrementalAlterConfi
         .into_iter()
         .map(|res| {
             let name = res.resource_name.to_string();
-            let result = resource_kind(res.resource_type).and_then(|is_topic| {
-                let mut ops = Vec::with_capacity(res.configs.len());
-                for c in &res.configs {
-                    let op = AlterOp::from_code(c.config_operation)
-                        .ok_or_else(|| Error::InvalidRequest(format!("unknown config operation {}", c.config_operation)))?;
-                    ops.push((c.name.to_string(), op, c.value.as_ref().map(|v| v.to_string())));
-                }
-                ctx.broker.incremental_alter_configs(is_topic, &name, &ops, req.validate_only)
-            });
+            let result =
+                resource_kind(res.resource_type).and_then(|t| authorized(ctx, t, &name, Operation::AlterConfigs)).and_then(|is_topic| {
+                    let mut ops = Vec::with_capacity(res.configs.len());
+                    for c in &res.configs {
+                        let op = AlterOp::from_code(c.config_operation)
+                            .ok_or_else(|| Error::InvalidRequest(format!("unknown config operation {}", c.config_operation)))?;
+                        ops.push((c.name.to_string(), op, c.value.as_ref().map(|v| v.to_string())));
+                    }
+                    ctx.broker.incremental_alter_configs(is_topic, &name, &ops, req.validate_only)
+                });
             let r = incremental_alter_configs_response::AlterConfigsResourceResponse::default()
                 .with_resource_type(res.resource_type)
                 .with_resource_name(res.resource_name);

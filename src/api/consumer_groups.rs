@@ -7,6 +7,8 @@ use kafka_protocol::messages::consumer_group_heartbeat_response::{self as cgh, A
 use kafka_protocol::messages::*;
 
 use super::{sb, Ctx};
+use crate::auth::{Operation, ResourceType};
+use crate::error::Error;
 use crate::group::consumer::{describe_members, Heartbeat};
 
 type Tp = (uuid::Uuid, i32);
@@ -37,10 +39,18 @@ pub async fn heartbeat(ctx: &Ctx<'_>, req: ConsumerGroupHeartbeatRequest) -> Con
         client_host: ctx.client_host.clone(),
         client_member_id: ctx.version >= 1,
     };
-    match ctx
-        .broker
-        .groups
-        .check_coordinator(&**ctx.broker, &req.group_id.0)
+    // Kafka: READ on the group, DESCRIBE on every topic subscribed to by name.
+    let denied: Vec<String> =
+        hb.subscribed_names.iter().flatten().filter(|t| !ctx.topic_allowed(Operation::Describe, t)).cloned().collect();
+    let allowed = ctx.check_group(Operation::Read, &req.group_id.0).and_then(|()| {
+        if denied.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::TopicAuthorizationFailed(denied.join(", ")))
+        }
+    });
+    match allowed
+        .and_then(|()| ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0))
         .and_then(|_| ctx.broker.groups.consumer_heartbeat(&**ctx.broker, &req.group_id.0, hb))
     {
         Ok(r) => {
@@ -81,8 +91,16 @@ pub async fn describe(ctx: &Ctx<'_>, req: ConsumerGroupDescribeRequest) -> Consu
         .group_ids
         .into_iter()
         .map(|gid| {
-            let d = DescribedGroup::default().with_group_id(gid.clone()).with_authorized_operations(i32::MIN);
-            match ctx.broker.groups.check_coordinator(&**ctx.broker, &gid.0).and_then(|_| ctx.broker.groups.consumer_describe(&gid.0)) {
+            let ops = if req.include_authorized_operations { ctx.authorized_operations(ResourceType::Group, &gid.0) } else { i32::MIN };
+            let d = DescribedGroup::default().with_group_id(gid.clone()).with_authorized_operations(ops);
+            match ctx
+                .check_group(Operation::Describe, &gid.0)
+                .and_then(|()| ctx.broker.groups.check_coordinator(&**ctx.broker, &gid.0))
+                .and_then(|_| ctx.broker.groups.consumer_describe(&gid.0))
+            {
+                Err(e) if e.code() == Error::GroupAuthorizationFailed(String::new()).code() => {
+                    d.with_authorized_operations(i32::MIN).with_error_code(e.code()).with_error_message(Some(sb(e.message())))
+                }
                 Err(e) => d.with_error_code(e.code()).with_error_message(Some(sb(e.message()))).with_group_state(sb("Dead")),
                 Ok(g) => {
                     let members = describe_members(&g)

@@ -7,6 +7,7 @@ use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::*;
 
 use super::{sb, Ctx};
+use crate::auth::Operation;
 use crate::broker::Broker;
 use crate::error::{Error, Result};
 
@@ -25,13 +26,22 @@ fn coordinator_for(broker: &Broker, key_type: i8, key: &str) -> Result<(i32, Str
     }
 }
 
+/// Kafka: DESCRIBE on the group or the transactional id the coordinator is asked for.
+fn authorized(ctx: &Ctx<'_>, key_type: i8, key: &str) -> Result<()> {
+    match key_type {
+        GROUP => ctx.check_group(Operation::Describe, key),
+        TRANSACTION => ctx.check_txn_id(Operation::Describe, key),
+        _ => Ok(()),
+    }
+}
+
 pub async fn find_coordinator(ctx: &Ctx<'_>, req: FindCoordinatorRequest) -> FindCoordinatorResponse {
     if ctx.version >= 4 {
         let coordinators = req
             .coordinator_keys
             .into_iter()
             .map(|key| {
-                let result = coordinator_for(ctx.broker, req.key_type, &key);
+                let result = authorized(ctx, req.key_type, &key).and_then(|()| coordinator_for(ctx.broker, req.key_type, &key));
                 let c = Coordinator::default().with_key(key);
                 match result {
                     Ok((id, host, port)) => c.with_node_id(id.into()).with_host(sb(host)).with_port(port),
@@ -42,7 +52,7 @@ pub async fn find_coordinator(ctx: &Ctx<'_>, req: FindCoordinatorRequest) -> Fin
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
     let r = FindCoordinatorResponse::default();
-    match coordinator_for(ctx.broker, req.key_type, &req.key) {
+    match authorized(ctx, req.key_type, &req.key).and_then(|()| coordinator_for(ctx.broker, req.key_type, &req.key)) {
         Ok((id, host, port)) => r.with_node_id(id.into()).with_host(sb(host)).with_port(port),
         Err(e) => {
             let r = r.with_error_code(e.code()).with_node_id((-1).into()).with_port(-1);
@@ -57,12 +67,19 @@ pub async fn find_coordinator(ctx: &Ctx<'_>, req: FindCoordinatorRequest) -> Fin
 
 pub async fn init_producer_id(ctx: &Ctx<'_>, req: InitProducerIdRequest) -> InitProducerIdResponse {
     let r = InitProducerIdResponse::default();
+    let refused = |e: Error| r.clone().with_error_code(e.code()).with_producer_id((-1).into()).with_producer_epoch(-1);
     if let Some(id) = req.transactional_id.as_ref().filter(|t| !t.0.is_empty()) {
+        if let Err(e) = ctx.check_txn_id(Operation::Write, &id.0) {
+            return refused(e);
+        }
         let expected = (ctx.version >= 3 && req.producer_id.0 >= 0).then_some((req.producer_id.0, req.producer_epoch));
         return match ctx.broker.txns.init_producer(&**ctx.broker, &id.0, req.transaction_timeout_ms, expected).await {
             Ok((pid, epoch)) => r.with_producer_id(pid.into()).with_producer_epoch(epoch),
             Err(e) => r.with_error_code(e.for_old_clients(ctx.version >= 4).code()).with_producer_id((-1).into()).with_producer_epoch(-1),
         };
+    }
+    if !ctx.idempotent_allowed() {
+        return refused(Error::ClusterAuthorizationFailed);
     }
     // An idempotent producer always gets a fresh id, even when it names its old one.
     match ctx.broker.producer_ids.allocate() {

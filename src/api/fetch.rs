@@ -15,6 +15,7 @@ use kafka_protocol::messages::*;
 use tokio::sync::Notify;
 
 use super::{Chunk, Ctx};
+use crate::auth::Operation;
 use crate::error::Error;
 use crate::log::FileSlice;
 
@@ -68,11 +69,24 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest, waiter: Option<&Arc<Notify>>) -> 
     let mut total = 0usize;
     let mut any_error = false;
     let mut topics = Vec::with_capacity(req.topics.len());
+    let follower_allowed = replica < 0 || ctx.cluster_allowed(Operation::ClusterAction);
     for ft in &req.topics {
         let topic = if ctx.version >= 13 {
             broker.topic_by_id(ft.topic_id).ok_or(Error::UnknownTopicId)
         } else {
             broker.topic(&ft.topic.0).ok_or(Error::UnknownTopicOrPartition)
+        };
+        // Kafka: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on the
+        // topic; either way a refusal is TOPIC_AUTHORIZATION_FAILED per partition.
+        let topic = match topic {
+            Ok(t) if !follower_allowed => Err(Error::TopicAuthorizationFailed(t.record.name.clone())),
+            Ok(t) if replica < 0 && !ctx.topic_allowed(Operation::Read, &t.record.name) => {
+                Err(Error::TopicAuthorizationFailed(t.record.name.clone()))
+            }
+            Err(_) if !follower_allowed || (ctx.version < 13 && !ctx.topic_allowed(Operation::Read, &ft.topic.0)) => {
+                Err(Error::TopicAuthorizationFailed(ft.topic.0.to_string()))
+            }
+            other => other,
         };
         let mut parts = Vec::with_capacity(ft.partitions.len());
         for fp in &ft.partitions {

@@ -8,6 +8,7 @@ use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::*;
 
 use super::{sb, Ctx};
+use crate::auth::{Operation, ResourceType};
 use crate::error::Error;
 use crate::group::classic::JoinRequest;
 
@@ -23,7 +24,9 @@ pub async fn join_group(ctx: &Ctx<'_>, req: JoinGroupRequest) -> JoinGroupRespon
             .with_generation_id(-1)
             .with_member_id(req.member_id);
     }
-    if let Err(e) = ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0) {
+    if let Err(e) =
+        ctx.check_group(Operation::Read, &req.group_id.0).and_then(|()| ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0))
+    {
         return JoinGroupResponse::default().with_error_code(e.code()).with_generation_id(-1).with_member_id(req.member_id);
     }
     let jr = JoinRequest {
@@ -69,7 +72,9 @@ pub async fn join_group(ctx: &Ctx<'_>, req: JoinGroupRequest) -> JoinGroupRespon
 
 pub async fn sync_group(ctx: &Ctx<'_>, req: SyncGroupRequest) -> SyncGroupResponse {
     let v = ctx.version;
-    if let Err(e) = ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0) {
+    if let Err(e) =
+        ctx.check_group(Operation::Read, &req.group_id.0).and_then(|()| ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0))
+    {
         return SyncGroupResponse::default().with_error_code(e.code());
     }
     let assignments = req.assignments.iter().map(|a| (a.member_id.to_string(), a.assignment.clone())).collect();
@@ -99,16 +104,18 @@ pub async fn sync_group(ctx: &Ctx<'_>, req: SyncGroupRequest) -> SyncGroupRespon
 }
 
 pub async fn heartbeat(ctx: &Ctx<'_>, req: HeartbeatRequest) -> HeartbeatResponse {
-    let r =
-        ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0).and_then(|_| {
-            ctx.broker.groups.heartbeat(&req.group_id.0, &req.member_id, req.group_instance_id.as_deref(), req.generation_id)
-        });
+    let r = ctx
+        .check_group(Operation::Read, &req.group_id.0)
+        .and_then(|()| ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0))
+        .and_then(|_| ctx.broker.groups.heartbeat(&req.group_id.0, &req.member_id, req.group_instance_id.as_deref(), req.generation_id));
     HeartbeatResponse::default().with_error_code(r.err().map_or(0, |e| e.code()))
 }
 
 pub async fn leave_group(ctx: &Ctx<'_>, req: LeaveGroupRequest) -> LeaveGroupResponse {
     let groups = &ctx.broker.groups;
-    if let Err(e) = groups.check_coordinator(&**ctx.broker, &req.group_id.0) {
+    if let Err(e) =
+        ctx.check_group(Operation::Read, &req.group_id.0).and_then(|()| groups.check_coordinator(&**ctx.broker, &req.group_id.0))
+    {
         return LeaveGroupResponse::default().with_error_code(e.code());
     }
     if ctx.version < 3 {
@@ -133,6 +140,8 @@ pub async fn list_groups(ctx: &Ctx<'_>, req: ListGroupsRequest) -> ListGroupsRes
     let v = ctx.version;
     let states: Vec<String> = req.states_filter.iter().map(|s| s.to_lowercase()).collect();
     let types: Vec<String> = req.types_filter.iter().map(|s| s.to_lowercase()).collect();
+    // Kafka: CLUSTER DESCRIBE lists every group, otherwise those the client may DESCRIBE.
+    let all = ctx.cluster_allowed(Operation::Describe);
     let groups = ctx
         .broker
         .groups
@@ -140,6 +149,7 @@ pub async fn list_groups(ctx: &Ctx<'_>, req: ListGroupsRequest) -> ListGroupsRes
         .into_iter()
         .filter(|(_, _, st, _)| states.is_empty() || states.contains(&st.to_lowercase()))
         .filter(|(_, _, _, ty)| types.is_empty() || types.iter().any(|t| t == ty))
+        .filter(|(id, _, _, _)| all || ctx.group_allowed(Operation::Describe, id))
         .map(|(id, pt, st, ty)| {
             let g = ListedGroup::default().with_group_id(sb(id).into()).with_protocol_type(sb(pt));
             let g = if v >= 4 { g.with_group_state(sb(st)) } else { g };
@@ -160,7 +170,12 @@ pub async fn describe_groups(ctx: &Ctx<'_>, req: DescribeGroupsRequest) -> Descr
         .into_iter()
         .map(|gid| {
             let g = DescribedGroup::default().with_group_id(gid.clone());
-            let g = if v >= 3 { g.with_authorized_operations(i32::MIN) } else { g };
+            if let Err(e) = ctx.check_group(Operation::Describe, &gid.0) {
+                return g.with_error_code(e.code()).with_error_message((v >= 6).then(|| sb(e.message())));
+            }
+            let ops =
+                if v >= 3 && req.include_authorized_operations { ctx.authorized_operations(ResourceType::Group, &gid.0) } else { i32::MIN };
+            let g = if v >= 3 { g.with_authorized_operations(ops) } else { g };
             if let Err(e) = ctx.broker.groups.check_coordinator(&**ctx.broker, &gid.0) {
                 return g.with_error_code(e.code()).with_group_state(sb("Dead"));
             }
@@ -206,9 +221,8 @@ pub async fn delete_groups(ctx: &Ctx<'_>, req: DeleteGroupsRequest) -> DeleteGro
         .into_iter()
         .map(|gid| {
             let r = ctx
-                .broker
-                .groups
-                .check_coordinator(&**ctx.broker, &gid.0)
+                .check_group(Operation::Delete, &gid.0)
+                .and_then(|()| ctx.broker.groups.check_coordinator(&**ctx.broker, &gid.0))
                 .and_then(|_| ctx.broker.groups.delete_group(&**ctx.broker, &gid.0));
             delete_groups_response::DeletableGroupResult::default().with_group_id(gid).with_error_code(r.err().map_or(0, |e| e.code()))
         })

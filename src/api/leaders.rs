@@ -7,21 +7,31 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset,
 use kafka_protocol::messages::*;
 
 use super::{sb, Ctx};
+use crate::auth::Operation;
 use crate::controller::rpc::{Request, Response};
 use crate::error::Error;
 
 pub async fn offset_for_leader_epoch(ctx: &Ctx<'_>, req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse {
+    // Kafka: a follower (replica id set, v3+) needs CLUSTER_ACTION; a client DESCRIBE on each topic.
+    let follower_allowed = ctx.version < 3 || req.replica_id.0 < 0 || ctx.cluster_allowed(Operation::ClusterAction);
     let topics = req
         .topics
         .into_iter()
         .map(|t| {
-            let topic = ctx.broker.topic(&t.topic.0);
+            let allowed = if follower_allowed && (req.replica_id.0 >= 0 && ctx.version >= 3) {
+                Ok(())
+            } else if follower_allowed {
+                ctx.check_topic(Operation::Describe, &t.topic.0)
+            } else {
+                Err(Error::TopicAuthorizationFailed(t.topic.0.to_string()))
+            };
+            let topic = allowed.and_then(|()| ctx.broker.topic(&t.topic.0).ok_or(Error::UnknownTopicOrPartition));
             let partitions = t
                 .partitions
                 .into_iter()
                 .map(|p| {
                     let r = EpochEndOffset::default().with_partition(p.partition);
-                    let result = topic.as_ref().ok_or(Error::UnknownTopicOrPartition).and_then(|tp| tp.get(p.partition)).and_then(|part| {
+                    let result = topic.as_ref().map_err(Clone::clone).and_then(|tp| tp.get(p.partition)).and_then(|part| {
                         part.check_current_epoch(p.current_leader_epoch)?;
                         Ok(part.end_offset_for_epoch(p.leader_epoch))
                     });
@@ -52,7 +62,11 @@ pub async fn elect_leaders(ctx: &Ctx<'_>, req: ElectLeadersRequest) -> ElectLead
         .topic_partitions
         .map(|tps| tps.into_iter().flat_map(|t| t.partitions.into_iter().map(move |p| (t.topic.0.to_string(), p))).collect());
     let timeout = Duration::from_millis(if req.timeout_ms > 0 { req.timeout_ms as u64 } else { 30_000 });
-    let outcome = ctx.broker.submit(Request::ElectLeaders { preferred, partitions: wanted.clone() }, Some(timeout)).await;
+    // Kafka: ALTER on the cluster.
+    let outcome = match ctx.check_cluster(Operation::Alter) {
+        Ok(()) => ctx.broker.submit(Request::ElectLeaders { preferred, partitions: wanted.clone() }, Some(timeout)).await,
+        Err(e) => Err(e),
+    };
     let results: Vec<(String, i32, Result<(), Error>)> = match outcome {
         Ok(Response::Elected { results, .. }) => results,
         Ok(other) => {

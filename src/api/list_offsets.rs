@@ -4,6 +4,7 @@ use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionRespon
 use kafka_protocol::messages::*;
 
 use super::Ctx;
+use crate::auth::Operation;
 use crate::error::Error;
 
 pub async fn handle(ctx: &Ctx<'_>, req: ListOffsetsRequest) -> ListOffsetsResponse {
@@ -13,7 +14,10 @@ pub async fn handle(ctx: &Ctx<'_>, req: ListOffsetsRequest) -> ListOffsetsRespon
         .topics
         .into_iter()
         .map(|lt| {
-            let topic = broker.topic(&lt.name.0);
+            // Kafka: DESCRIBE on the topic, checked before whether it exists.
+            let topic = ctx
+                .check_topic(Operation::Describe, &lt.name.0)
+                .and_then(|()| broker.topic(&lt.name.0).ok_or(Error::UnknownTopicOrPartition));
             let partitions = lt
                 .partitions
                 .into_iter()
@@ -21,7 +25,7 @@ pub async fn handle(ctx: &Ctx<'_>, req: ListOffsetsRequest) -> ListOffsetsRespon
                     let r = ListOffsetsPartitionResponse::default().with_partition_index(lp.partition_index);
                     let result = topic
                         .as_ref()
-                        .ok_or(Error::UnknownTopicOrPartition)
+                        .map_err(Clone::clone)
                         .and_then(|t| t.get(lp.partition_index))
                         .and_then(|p| p.list_offset(lp.timestamp, lp.current_leader_epoch, read_committed));
                     match result {

@@ -6,6 +6,7 @@ use kafka_protocol::messages::metadata_response::{MetadataResponseBroker, Metada
 use kafka_protocol::messages::*;
 
 use super::{sb, Ctx};
+use crate::auth::{Operation, ResourceType};
 use crate::broker::{Broker, Topic};
 use crate::error::Error;
 use crate::metadata::names;
@@ -37,8 +38,11 @@ pub(crate) fn topic_entry(broker: &Broker, t: &Topic) -> MetadataResponseTopic {
         .with_partitions(partitions)
 }
 
-/// Live brokers, as (id, host, port, rack), and the id clients are told is the controller.
-fn live_brokers(broker: &Broker) -> (Vec<(i32, String, i32, Option<String>)>, i32) {
+/// A live broker as (id, host, port, rack).
+type LiveBroker = (i32, String, i32, Option<String>);
+
+/// Live brokers, and the id clients are told is the controller.
+fn live_brokers(broker: &Broker) -> (Vec<LiveBroker>, i32) {
     let img = broker.cluster.image();
     let live: Vec<_> = img.live_brokers().iter().map(|b| (b.id, b.host.clone(), b.port, b.rack.clone())).collect();
     let controller = controller_id(broker.identity.node_id, img.is_live(broker.identity.node_id), &live);
@@ -54,7 +58,7 @@ fn live_brokers(broker: &Broker) -> (Vec<(i32, String, i32, Option<String>)>, i3
 /// sends its admin requests there until they time out. So Sluice is stricter than Kafka:
 /// the answering broker names itself when it is registered and unfenced (the client just
 /// reached it); otherwise, like Kafka, a random live broker; -1 if there is none.
-fn controller_id(me: i32, me_live: bool, live: &[(i32, String, i32, Option<String>)]) -> i32 {
+fn controller_id(me: i32, me_live: bool, live: &[LiveBroker]) -> i32 {
     if me_live {
         return me;
     }
@@ -68,6 +72,36 @@ fn error_entry(name: Option<String>, id: uuid::Uuid, e: &Error) -> MetadataRespo
     MetadataResponseTopic::default().with_error_code(e.code()).with_name(name.map(|n| sb(n).into())).with_topic_id(id)
 }
 
+/// May this request create `topic` (auto-creation): CREATE on the cluster or the topic.
+pub(super) fn may_create(ctx: &Ctx<'_>, topic: &str) -> bool {
+    ctx.cluster_allowed(Operation::Create) || ctx.topic_allowed(Operation::Create, topic)
+}
+
+/// Kafka's Metadata rules: topics the client may not DESCRIBE are left out of "all
+/// topics" and answer TOPIC_AUTHORIZATION_FAILED when named; an unknown topic that would
+/// be auto-created needs CREATE, or it too answers TOPIC_AUTHORIZATION_FAILED.
+fn named_topic(ctx: &Ctx<'_>, name: String, allow_auto: bool) -> MetadataResponseTopic {
+    let broker = ctx.broker;
+    if let Err(e) = names::validate(&name) {
+        return error_entry(Some(name), uuid::Uuid::nil(), &Error::InvalidTopic(e));
+    }
+    if !ctx.topic_allowed(Operation::Describe, &name) {
+        return error_entry(Some(name.clone()), uuid::Uuid::nil(), &Error::TopicAuthorizationFailed(name));
+    }
+    let found = match broker.topic(&name) {
+        Some(t) => Ok(t),
+        None if allow_auto && broker.settings().auto_create_topics_enable && !may_create(ctx, &name) => {
+            Err(Error::TopicAuthorizationFailed(name.clone()))
+        }
+        None if allow_auto => broker.auto_create(&name),
+        None => Err(Error::UnknownTopicOrPartition),
+    };
+    match found {
+        Ok(t) => topic_entry(broker, &t),
+        Err(e) => error_entry(Some(name), uuid::Uuid::nil(), &e),
+    }
+}
+
 pub async fn handle(ctx: &Ctx<'_>, req: MetadataRequest) -> MetadataResponse {
     let broker = ctx.broker;
     let all = match &req.topics {
@@ -75,31 +109,42 @@ pub async fn handle(ctx: &Ctx<'_>, req: MetadataRequest) -> MetadataResponse {
         Some(t) => t.is_empty() && ctx.version == 0,
     };
     let allow_auto = ctx.version < 4 || req.allow_auto_topic_creation;
-    let topics = if all {
-        broker.all_topics().iter().map(|t| topic_entry(broker, t)).collect()
+    let topics: Vec<MetadataResponseTopic> = if all {
+        broker
+            .all_topics()
+            .iter()
+            .filter(|t| ctx.topic_allowed(Operation::Describe, &t.record.name))
+            .map(|t| topic_entry(broker, t))
+            .collect()
     } else {
         req.topics
             .unwrap_or_default()
             .into_iter()
             .map(|rt| match rt.name {
-                Some(name) => {
-                    let name = name.0.to_string();
-                    if let Err(e) = names::validate(&name) {
-                        return error_entry(Some(name), uuid::Uuid::nil(), &Error::InvalidTopic(e));
-                    }
-                    let found =
-                        if allow_auto { broker.auto_create(&name) } else { broker.topic(&name).ok_or(Error::UnknownTopicOrPartition) };
-                    match found {
-                        Ok(t) => topic_entry(broker, &t),
-                        Err(e) => error_entry(Some(name), uuid::Uuid::nil(), &e),
-                    }
-                }
+                Some(name) => named_topic(ctx, name.0.to_string(), allow_auto),
                 None => match broker.topic_by_id(rt.topic_id) {
+                    Some(t) if !ctx.topic_allowed(Operation::Describe, &t.record.name) => {
+                        error_entry(None, rt.topic_id, &Error::TopicAuthorizationFailed(String::new()))
+                    }
                     Some(t) => topic_entry(broker, &t),
                     None => error_entry(None, rt.topic_id, &Error::UnknownTopicId),
                 },
             })
             .collect()
+    };
+    let topics = if ctx.version >= 8 && req.include_topic_authorized_operations {
+        topics
+            .into_iter()
+            .map(|t| match t.name.as_ref().filter(|_| t.error_code == 0) {
+                Some(n) => {
+                    let ops = ctx.authorized_operations(ResourceType::Topic, &n.0);
+                    t.with_topic_authorized_operations(ops)
+                }
+                None => t,
+            })
+            .collect()
+    } else {
+        topics
     };
     let (live, controller) = live_brokers(broker);
     let brokers = live
@@ -108,7 +153,13 @@ pub async fn handle(ctx: &Ctx<'_>, req: MetadataRequest) -> MetadataResponse {
             MetadataResponseBroker::default().with_node_id(id.into()).with_host(sb(host)).with_port(port).with_rack(rack.map(sb))
         })
         .collect();
+    let cluster_ops = if (8..=10).contains(&ctx.version) && req.include_cluster_authorized_operations {
+        ctx.authorized_operations(ResourceType::Cluster, crate::auth::acl::CLUSTER_NAME)
+    } else {
+        i32::MIN
+    };
     MetadataResponse::default()
+        .with_cluster_authorized_operations(cluster_ops)
         .with_brokers(brokers)
         .with_cluster_id(Some(sb(broker.cluster_id.clone())))
         .with_controller_id(controller.into())
@@ -117,6 +168,15 @@ pub async fn handle(ctx: &Ctx<'_>, req: MetadataRequest) -> MetadataResponse {
 
 pub async fn describe_cluster(ctx: &Ctx<'_>, req: DescribeClusterRequest) -> DescribeClusterResponse {
     let resp = DescribeClusterResponse::default().with_cluster_id(sb(ctx.broker.cluster_id.clone()));
+    // Kafka: DescribeCluster needs DESCRIBE on the cluster.
+    if let Err(e) = ctx.check_cluster(Operation::Describe) {
+        return resp.with_error_code(e.code()).with_error_message(Some(sb(e.message()))).with_controller_id((-1).into());
+    }
+    let resp = if req.include_cluster_authorized_operations {
+        resp.with_cluster_authorized_operations(ctx.authorized_operations(ResourceType::Cluster, crate::auth::acl::CLUSTER_NAME))
+    } else {
+        resp
+    };
     // Endpoint type 1 is brokers. Kafka describes controllers (2, KIP-919) only on a
     // controller listener, and a broker answers MISMATCHED_ENDPOINT_TYPE; Sluice's
     // controller listener is not a Kafka listener, so this is the only answer for 2.

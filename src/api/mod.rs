@@ -1,8 +1,10 @@
 //! Request dispatch: header parsing, version checks, decoding, and the table of
 //! handlers from which ApiVersions is built.
 
+mod acls;
 mod admin;
 mod api_versions;
+mod authz;
 mod configs;
 mod consumer_groups;
 mod coordinator;
@@ -23,6 +25,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable};
 
+pub use crate::auth::Principal;
 use crate::broker::Broker;
 
 /// Why a connection has to close instead of answering.
@@ -59,6 +62,30 @@ pub struct Ctx<'a> {
     pub client_id: String,
     /// The peer, as `/ip` the way Kafka shows client hosts.
     pub client_host: String,
+    /// Who the connection authenticated as (`User:ANONYMOUS` without authentication);
+    /// ACLs are checked against it. Other brokers' connections act as
+    /// `inter.broker.principal` (see [`authz::effective_principal`]).
+    pub principal: Principal,
+    /// `principal` as `Type:name`, the form ACLs and `super.users` name it in.
+    principal_id: String,
+    /// The peer's bare IP address, as ACL hosts name it.
+    pub host: String,
+}
+
+impl<'a> Ctx<'a> {
+    /// The context of one request from `peer`, made as `principal`.
+    pub fn new(broker: &'a Arc<Broker>, version: i16, client_id: String, peer: std::net::IpAddr, principal: Principal) -> Ctx<'a> {
+        let principal = authz::effective_principal(broker, &client_id, peer, principal);
+        Ctx {
+            broker,
+            version,
+            client_id,
+            client_host: format!("/{peer}"),
+            principal_id: principal.to_string(),
+            principal,
+            host: peer.to_string(),
+        }
+    }
 }
 
 macro_rules! apis {
@@ -136,6 +163,9 @@ apis! {
     OffsetForLeaderEpoch: OffsetForLeaderEpochRequest => leaders::offset_for_leader_epoch [2, 4] always;
     ElectLeaders: ElectLeadersRequest => leaders::elect_leaders [0, 2] always;
     DescribeQuorum: DescribeQuorumRequest => quorum::describe_quorum [0, 2] always;
+    DescribeAcls: DescribeAclsRequest => acls::describe [1, 3] always;
+    CreateAcls: CreateAclsRequest => acls::create [1, 3] always;
+    DeleteAcls: DeleteAclsRequest => acls::delete [1, 3] always;
     AlterPartitionReassignments: AlterPartitionReassignmentsRequest => reassign::alter [0, 1] always;
     ListPartitionReassignments: ListPartitionReassignmentsRequest => reassign::list [0, 0] always;
 }
@@ -182,14 +212,25 @@ pub fn parse_frame(mut frame: Bytes) -> Result<Result<Parsed, BytesMut>, ConnErr
     Ok(Ok(Parsed { api, version, correlation_id, client_id, body: frame }))
 }
 
-/// Handles one request frame (without its length prefix). Returns the response frame
-/// (with its length prefix), or None when the request wants no answer (acks=0).
+/// Handles one request frame (without its length prefix) of an unauthenticated
+/// connection (`User:ANONYMOUS`); see [`handle_as`].
 pub async fn handle(broker: &Arc<Broker>, peer: std::net::IpAddr, frame: Bytes) -> Result<Option<Vec<Chunk>>, ConnError> {
+    handle_as(broker, peer, Principal::anonymous(), frame).await
+}
+
+/// Handles one request frame made as `principal`. Returns the response frame (with its
+/// length prefix), or None when the request wants no answer (acks=0).
+pub async fn handle_as(
+    broker: &Arc<Broker>,
+    peer: std::net::IpAddr,
+    principal: Principal,
+    frame: Bytes,
+) -> Result<Option<Vec<Chunk>>, ConnError> {
     let mut req = match parse_frame(frame)? {
         Ok(p) => p,
         Err(ready) => return Ok(Some(vec![Chunk::Bytes(ready.freeze())])),
     };
-    let ctx = Ctx { broker, version: req.version, client_id: std::mem::take(&mut req.client_id), client_host: format!("/{peer}") };
+    let ctx = Ctx::new(broker, req.version, std::mem::take(&mut req.client_id), peer, principal);
     if req.api == ApiKey::Fetch {
         // Fetch has its own encoder so records go from file to socket untouched.
         let fetch =
@@ -257,9 +298,19 @@ pub fn decode_produce(frame: &Bytes) -> Option<(ProduceTargets, DecodedProduce)>
 
 /// [`handle`] for a Produce request already decoded.
 pub async fn handle_produce(broker: &Arc<Broker>, peer: std::net::IpAddr, d: DecodedProduce) -> Result<Option<Vec<Chunk>>, ConnError> {
+    handle_produce_as(broker, peer, Principal::anonymous(), d).await
+}
+
+/// [`handle_as`] for a Produce request already decoded.
+pub async fn handle_produce_as(
+    broker: &Arc<Broker>,
+    peer: std::net::IpAddr,
+    principal: Principal,
+    d: DecodedProduce,
+) -> Result<Option<Vec<Chunk>>, ConnError> {
     let DecodedProduce { parsed, req } = d;
     let version = parsed.version;
-    let ctx = Ctx { broker, version, client_id: parsed.client_id, client_host: format!("/{peer}") };
+    let ctx = Ctx::new(broker, version, parsed.client_id, peer, principal);
     let Some(resp) = produce::handle(&ctx, req).await else {
         return Ok(None);
     };

@@ -9,6 +9,7 @@ use kafka_protocol::messages::offset_fetch_response::{
 use kafka_protocol::messages::*;
 
 use super::{sb, Ctx};
+use crate::auth::Operation;
 use crate::error::Error;
 use crate::group::{CommitItem, Committed};
 
@@ -26,16 +27,22 @@ pub async fn offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> OffsetCom
             })
         })
         .collect();
-    let results: Vec<(CommitItem, i16)> = match ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0).and_then(|_| {
-        ctx.broker.groups.commit(
-            &**ctx.broker,
-            &req.group_id.0,
-            &req.member_id,
-            req.group_instance_id.as_deref(),
-            req.generation_id_or_member_epoch,
-            items.clone(),
-        )
-    }) {
+    // Kafka: GROUP READ for the whole request, then TOPIC READ per topic.
+    let (items, denied): (Vec<CommitItem>, Vec<CommitItem>) =
+        items.into_iter().partition(|it| ctx.topic_allowed(Operation::Read, &it.topic));
+    let results: Vec<(CommitItem, i16)> = match ctx
+        .check_group(Operation::Read, &req.group_id.0)
+        .and_then(|()| ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0))
+        .and_then(|_| {
+            ctx.broker.groups.commit(
+                &**ctx.broker,
+                &req.group_id.0,
+                &req.member_id,
+                req.group_instance_id.as_deref(),
+                req.generation_id_or_member_epoch,
+                items.clone(),
+            )
+        }) {
         Ok(rs) => rs.into_iter().map(|(it, r)| (it, r.err().map_or(0, |e| e.code()))).collect(),
         Err(e) => items.into_iter().map(|it| (it, e.code())).collect(),
     };
@@ -44,6 +51,8 @@ pub async fn offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> OffsetCom
         Ok(()) => results,
         Err(e) => results.into_iter().map(|(it, code)| (it, if code == 0 { e.code() } else { code })).collect(),
     };
+    let refused = Error::TopicAuthorizationFailed(String::new()).code();
+    let results = results.into_iter().chain(denied.into_iter().map(|it| (it, refused)));
     let mut topics: Vec<OffsetCommitResponseTopic> = Vec::new();
     for (it, code) in results {
         let part = OffsetCommitResponsePartition::default().with_partition_index(it.partition).with_error_code(code);
@@ -80,18 +89,24 @@ pub async fn offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> OffsetFetch
             .groups
             .into_iter()
             .map(|g| {
-                if let Err(e) = groups.check_coordinator(&**ctx.broker, &g.group_id.0) {
+                if let Err(e) = ctx
+                    .check_group(Operation::Describe, &g.group_id.0)
+                    .and_then(|()| groups.check_coordinator(&**ctx.broker, &g.group_id.0))
+                {
                     return OffsetFetchResponseGroup::default().with_group_id(g.group_id).with_error_code(e.code());
                 }
-                let wanted = g.topics.map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
-                let topics = groups
-                    .fetch_offsets(&g.group_id.0, wanted)
+                let wanted: Option<Vec<(String, Vec<i32>)>> =
+                    g.topics.map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
+                let topics = authorized_offsets(ctx, wanted.is_some(), groups.fetch_offsets(&g.group_id.0, wanted))
                     .into_iter()
                     .map(|(t, ps)| {
                         let partitions = ps
                             .into_iter()
                             .map(|(p, c)| {
-                                let (off, epoch, meta, err) = stable_or_error(ctx, req.require_stable, &g.group_id.0, &t, p, c);
+                                let (off, epoch, meta, err) = match c {
+                                    Err(e) => (-1, -1, String::new(), e.code()),
+                                    Ok(c) => stable_or_error(ctx, req.require_stable, &g.group_id.0, &t, p, c),
+                                };
                                 OffsetFetchResponsePartitions::default()
                                     .with_partition_index(p)
                                     .with_committed_offset(off)
@@ -109,7 +124,9 @@ pub async fn offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> OffsetFetch
             .collect();
         return OffsetFetchResponse::default().with_groups(out);
     }
-    if let Err(e) = groups.check_coordinator(&**ctx.broker, &req.group_id.0) {
+    if let Err(e) =
+        ctx.check_group(Operation::Describe, &req.group_id.0).and_then(|()| groups.check_coordinator(&**ctx.broker, &req.group_id.0))
+    {
         if v >= 2 {
             return OffsetFetchResponse::default().with_error_code(e.code());
         }
@@ -131,15 +148,18 @@ pub async fn offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> OffsetFetch
             .collect();
         return OffsetFetchResponse::default().with_topics(topics);
     }
-    let wanted = req.topics.map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
-    let topics = groups
-        .fetch_offsets(&req.group_id.0, wanted)
+    let wanted: Option<Vec<(String, Vec<i32>)>> =
+        req.topics.map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
+    let topics = authorized_offsets(ctx, wanted.is_some(), groups.fetch_offsets(&req.group_id.0, wanted))
         .into_iter()
         .map(|(t, ps)| {
             let partitions = ps
                 .into_iter()
                 .map(|(p, c)| {
-                    let (off, epoch, meta, err) = stable_or_error(ctx, v >= 7 && req.require_stable, &req.group_id.0, &t, p, c);
+                    let (off, epoch, meta, err) = match c {
+                        Err(e) => (-1, -1, String::new(), e.code()),
+                        Ok(c) => stable_or_error(ctx, v >= 7 && req.require_stable, &req.group_id.0, &t, p, c),
+                    };
                     let r = OffsetFetchResponsePartition::default()
                         .with_partition_index(p)
                         .with_committed_offset(off)
@@ -158,17 +178,48 @@ pub async fn offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> OffsetFetch
     OffsetFetchResponse::default().with_topics(topics)
 }
 
+/// Committed offsets by topic, as the group coordinator answers them.
+type Offsets = Vec<(String, Vec<(i32, Option<Committed>)>)>;
+/// [`Offsets`] with a per-partition refusal.
+type CheckedOffsets = Vec<(String, Vec<(i32, crate::error::Result<Option<Committed>>)>)>;
+
+/// Kafka's OffsetFetch: partitions of topics the client may not DESCRIBE carry
+/// TOPIC_AUTHORIZATION_FAILED when asked for by name, and are left out of "all topics".
+fn authorized_offsets(ctx: &Ctx<'_>, named: bool, found: Offsets) -> CheckedOffsets {
+    found
+        .into_iter()
+        .filter_map(|(t, ps)| {
+            if ctx.topic_allowed(Operation::Describe, &t) {
+                Some((t, ps.into_iter().map(|(p, c)| (p, Ok(c))).collect()))
+            } else if named {
+                let e = Error::TopicAuthorizationFailed(t.clone());
+                Some((t, ps.into_iter().map(|(p, _)| (p, Err(e.clone()))).collect()))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
 pub async fn offset_delete(ctx: &Ctx<'_>, req: OffsetDeleteRequest) -> OffsetDeleteResponse {
-    let topics = req.topics.iter().map(|t| (t.name.0.to_string(), t.partitions.iter().map(|p| p.partition_index).collect())).collect();
+    // Kafka: GROUP DELETE, then TOPIC READ per topic.
+    let (topics, denied): (Vec<_>, Vec<_>) = req
+        .topics
+        .iter()
+        .map(|t| (t.name.0.to_string(), t.partitions.iter().map(|p| p.partition_index).collect::<Vec<i32>>()))
+        .partition(|(t, _)| ctx.topic_allowed(Operation::Read, t));
     match ctx
-        .broker
-        .groups
-        .check_coordinator(&**ctx.broker, &req.group_id.0)
+        .check_group(Operation::Delete, &req.group_id.0)
+        .and_then(|()| ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0))
         .and_then(|_| ctx.broker.groups.delete_offsets(&**ctx.broker, &req.group_id.0, topics))
     {
         Err(e) => OffsetDeleteResponse::default().with_error_code(e.code()),
         Ok(rs) => OffsetDeleteResponse::default().with_topics(
             rs.into_iter()
+                .chain(denied.into_iter().map(|(t, ps)| {
+                    let e = Error::TopicAuthorizationFailed(t.clone());
+                    (t, ps.into_iter().map(|p| (p, Err(e.clone()))).collect())
+                }))
                 .map(|(t, ps)| {
                     OffsetDeleteResponseTopic::default().with_name(sb(t).into()).with_partitions(
                         ps.into_iter()

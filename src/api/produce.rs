@@ -6,6 +6,7 @@ use kafka_protocol::messages::*;
 use std::collections::HashMap;
 
 use super::{sb, Ctx};
+use crate::auth::Operation;
 use crate::clock::now_ms;
 use crate::error::Error;
 use crate::partition::ReplicaManager;
@@ -17,16 +18,31 @@ pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceRespons
     let mut responses = Vec::with_capacity(req.topic_data.len());
     // acks=all: (topic index, partition index, partition, last offset) to wait for.
     let mut waits = Vec::new();
-    let verified = verify_transactional(ctx, &req).await;
+    // Kafka: a transactional producer needs WRITE on its transactional id, else every
+    // partition is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+    let txn_refused = req.transactional_id.as_ref().and_then(|id| ctx.check_txn_id(Operation::Write, id).err());
+    let verified = if txn_refused.is_some() { HashMap::new() } else { verify_transactional(ctx, &req).await };
     for (ti, td) in req.topic_data.into_iter().enumerate() {
-        let topic =
-            if ctx.version >= 13 { broker.topic_by_id(td.topic_id).ok_or(Error::UnknownTopicId) } else { broker.auto_create(&td.name.0) };
+        let topic = if let Some(e) = &txn_refused {
+            Err(e.clone())
+        } else if ctx.version >= 13 {
+            broker
+                .topic_by_id(td.topic_id)
+                .ok_or(Error::UnknownTopicId)
+                .and_then(|t| ctx.check_topic(Operation::Write, &t.record.name).map(|()| t))
+        } else {
+            ctx.check_topic(Operation::Write, &td.name.0).and_then(|()| match broker.topic(&td.name.0) {
+                Some(t) => Ok(t),
+                None if super::metadata::may_create(ctx, &td.name.0) => broker.auto_create(&td.name.0),
+                None => Err(Error::UnknownTopicOrPartition),
+            })
+        };
         let partition_responses = td
             .partition_data
             .into_iter()
             .enumerate()
             .map(|(pi, pd)| {
-                let result = if !matches!(acks, -1 | 0 | 1) {
+                let result = if !(-1..=1).contains(&acks) {
                     Err(Error::InvalidRequiredAcks(acks))
                 } else {
                     topic.as_ref().map_err(Clone::clone).and_then(|t| {

@@ -4,6 +4,7 @@ use kafka_protocol::messages::describe_quorum_response::{Node, PartitionData, Re
 use kafka_protocol::messages::*;
 
 use super::{sb, Ctx};
+use crate::auth::Operation;
 use crate::controller::rpc::{Request, Response};
 use crate::error::Error;
 
@@ -15,6 +16,11 @@ pub async fn describe_quorum(ctx: &Ctx<'_>, req: DescribeQuorumRequest) -> Descr
         && *req.topics[0].topic_name.0 == *METADATA_TOPIC
         && req.topics[0].partitions.len() == 1
         && req.topics[0].partitions[0].partition_index == 0;
+    // Kafka: DESCRIBE on the cluster.
+    if let Err(e) = ctx.check_cluster(Operation::Describe) {
+        let r = DescribeQuorumResponse::default().with_error_code(e.code());
+        return if ctx.version >= 2 { r.with_error_message(Some(sb(e.message()))) } else { r };
+    }
     if !asks_for_it {
         return DescribeQuorumResponse::default().with_error_code(Error::InvalidRequest(String::new()).code());
     }

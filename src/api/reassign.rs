@@ -7,12 +7,18 @@ use kafka_protocol::messages::list_partition_reassignments_response::{OngoingPar
 use kafka_protocol::messages::*;
 
 use super::{sb, Ctx};
+use crate::auth::Operation;
 use crate::controller::rpc::{Request, Response};
 use crate::error::Error;
 
 pub async fn alter(ctx: &Ctx<'_>, req: AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse {
     // v1 lets the client forbid a change of replication factor.
     let allow_rf_change = ctx.version < 1 || req.allow_replication_factor_change;
+    // Kafka: ALTER on the cluster.
+    if let Err(e) = ctx.check_cluster(Operation::Alter) {
+        let resp = AlterPartitionReassignmentsResponse::default().with_error_code(e.code()).with_error_message(Some(sb(e.message())));
+        return if ctx.version >= 1 { resp.with_allow_replication_factor_change(allow_rf_change) } else { resp };
+    }
     let mut items = Vec::new();
     let mut early: Vec<(String, i32, Error)> = Vec::new();
     for t in &req.topics {
@@ -68,6 +74,10 @@ pub async fn alter(ctx: &Ctx<'_>, req: AlterPartitionReassignmentsRequest) -> Al
 }
 
 pub async fn list(ctx: &Ctx<'_>, req: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse {
+    // Kafka: DESCRIBE on the cluster.
+    if let Err(e) = ctx.check_cluster(Operation::Describe) {
+        return ListPartitionReassignmentsResponse::default().with_error_code(e.code()).with_error_message(Some(sb(e.message())));
+    }
     let wanted: Option<Vec<(String, Vec<i32>)>> =
         req.topics.map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
     let img = ctx.broker.cluster.image();

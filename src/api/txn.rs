@@ -12,6 +12,7 @@ use kafka_protocol::messages::write_txn_markers_response::{
 use kafka_protocol::messages::*;
 
 use super::{sb, Ctx};
+use crate::auth::Operation;
 use crate::error::Error;
 use crate::group::{CommitItem, OFFSETS_TOPIC};
 
@@ -19,8 +20,11 @@ fn code(r: crate::error::Result<()>, fenced_supported: bool) -> i16 {
     r.err().map_or(0, |e| e.for_old_clients(fenced_supported).code())
 }
 
+/// (topic, partition) pairs.
+type Parts = Vec<(String, i32)>;
+
 /// The partitions named, and those of them that don't exist.
-fn named(broker: &crate::broker::Broker, topics: &[AddPartitionsToTxnTopic]) -> (Vec<(String, i32)>, Vec<(String, i32)>) {
+fn named(broker: &crate::broker::Broker, topics: &[AddPartitionsToTxnTopic]) -> (Parts, Parts) {
     let parts: Vec<(String, i32)> = topics.iter().flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.to_string(), *p))).collect();
     let unknown = parts.iter().filter(|(t, p)| broker.topic(t).is_none_or(|t| *p < 0 || *p >= t.record.partitions)).cloned().collect();
     (parts, unknown)
@@ -52,6 +56,21 @@ fn partition_codes(
         .collect()
 }
 
+/// Kafka's AddPartitionsToTxn checks: WRITE on the transactional id (else every partition
+/// is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then WRITE on each topic (the
+/// refused ones TOPIC_AUTHORIZATION_FAILED, the rest OPERATION_NOT_ATTEMPTED).
+fn add_refused(ctx: &Ctx<'_>, id: &str, topics: &[AddPartitionsToTxnTopic]) -> Option<Vec<AddPartitionsToTxnTopicResult>> {
+    if let Err(e) = ctx.check_txn_id(Operation::Write, id) {
+        return Some(partition_codes(topics, &[], |_, _| e.code()));
+    }
+    let denied: Vec<&str> = topics.iter().map(|t| &*t.name.0).filter(|t| !ctx.topic_allowed(Operation::Write, t)).collect();
+    if denied.is_empty() {
+        return None;
+    }
+    let (taf, skipped) = (Error::TopicAuthorizationFailed(String::new()).code(), Error::OperationNotAttempted.code());
+    Some(partition_codes(topics, &[], |t, _| if denied.contains(&t) { taf } else { skipped }))
+}
+
 /// Adds the partitions to the transaction (all or none), or says why not.
 async fn add_all(
     broker: &crate::broker::Broker,
@@ -75,6 +94,10 @@ pub async fn add_partitions(ctx: &Ctx<'_>, req: AddPartitionsToTxnRequest) -> Ad
     let broker = &**ctx.broker;
     if ctx.version >= 4 {
         // The batched form brokers use: several transactions, each possibly verify-only.
+        // Kafka lets only brokers (CLUSTER_ACTION) send it.
+        if let Err(e) = ctx.check_cluster(Operation::ClusterAction) {
+            return AddPartitionsToTxnResponse::default().with_error_code(e.code());
+        }
         let mut results = Vec::with_capacity(req.transactions.len());
         for t in &req.transactions {
             let (id, pid, epoch) = (&t.transactional_id.0, t.producer_id.0, t.producer_epoch);
@@ -92,6 +115,9 @@ pub async fn add_partitions(ctx: &Ctx<'_>, req: AddPartitionsToTxnRequest) -> Ad
         }
         return AddPartitionsToTxnResponse::default().with_results_by_transaction(results);
     }
+    if let Some(refused) = add_refused(ctx, &req.v3_and_below_transactional_id.0, &req.v3_and_below_topics) {
+        return AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(refused);
+    }
     let topics = add_all(
         broker,
         &req.v3_and_below_transactional_id.0,
@@ -107,7 +133,10 @@ pub async fn add_partitions(ctx: &Ctx<'_>, req: AddPartitionsToTxnRequest) -> Ad
 pub async fn add_offsets(ctx: &Ctx<'_>, req: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse {
     let b = &**ctx.broker;
     let p = b.groups.offsets_partition(&req.group_id.0);
-    let r = match b.groups.ensure_offsets_topic(b) {
+    // Kafka: WRITE on the transactional id, READ on the group.
+    let allowed =
+        ctx.check_txn_id(Operation::Write, &req.transactional_id.0).and_then(|()| ctx.check_group(Operation::Read, &req.group_id.0));
+    let r = match allowed.and_then(|()| b.groups.ensure_offsets_topic(b)) {
         Ok(_) => {
             let part = [(OFFSETS_TOPIC.to_string(), p)];
             b.txns.add_partitions(b, &req.transactional_id.0, req.producer_id.0, req.producer_epoch, &part).await
@@ -121,14 +150,21 @@ pub async fn add_offsets(ctx: &Ctx<'_>, req: AddOffsetsToTxnRequest) -> AddOffse
 /// partitions this broker leads.
 pub async fn write_txn_markers(ctx: &Ctx<'_>, req: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse {
     let broker = &**ctx.broker;
+    // Kafka: only brokers (CLUSTER_ACTION) write markers.
+    let allowed = ctx.check_cluster(Operation::ClusterAction);
     let mut markers = Vec::with_capacity(req.markers.len());
     for m in &req.markers {
         let mut topics = Vec::with_capacity(m.topics.len());
         for t in &m.topics {
             let mut partitions = Vec::with_capacity(t.partition_indexes.len());
             for &p in &t.partition_indexes {
-                let r =
-                    crate::txn::markers::write_local(broker, &t.name.0, p, m.producer_id.0, m.producer_epoch, m.transaction_result).await;
+                let r = match &allowed {
+                    Err(e) => Err(e.clone()),
+                    Ok(()) => {
+                        crate::txn::markers::write_local(broker, &t.name.0, p, m.producer_id.0, m.producer_epoch, m.transaction_result)
+                            .await
+                    }
+                };
                 partitions.push(WritableTxnMarkerPartitionResult::default().with_partition_index(p).with_error_code(code(r, true)));
             }
             topics.push(WritableTxnMarkerTopicResult::default().with_name(t.name.clone()).with_partitions(partitions));
@@ -141,7 +177,12 @@ pub async fn write_txn_markers(ctx: &Ctx<'_>, req: WriteTxnMarkersRequest) -> Wr
 pub async fn end_txn(ctx: &Ctx<'_>, req: EndTxnRequest) -> EndTxnResponse {
     // EndTxn v5 is how a client says it speaks transactions v2.
     let tv2 = ctx.version >= 5;
-    let r = ctx.broker.txns.end(&**ctx.broker, &req.transactional_id.0, req.producer_id.0, req.producer_epoch, req.committed, tv2).await;
+    let r = match ctx.check_txn_id(Operation::Write, &req.transactional_id.0) {
+        Err(e) => Err(e),
+        Ok(()) => {
+            ctx.broker.txns.end(&**ctx.broker, &req.transactional_id.0, req.producer_id.0, req.producer_epoch, req.committed, tv2).await
+        }
+    };
     let resp = EndTxnResponse::default();
     match r {
         Ok((pid, epoch)) if tv2 => resp.with_producer_id(pid.into()).with_producer_epoch(epoch),
@@ -172,7 +213,14 @@ pub async fn txn_offset_commit(ctx: &Ctx<'_>, req: TxnOffsetCommitRequest) -> Tx
         })
         .collect();
     let generation = if ctx.version >= 3 { req.generation_id } else { -1 };
-    if ctx.version >= 5 {
+    // Kafka: WRITE on the transactional id, READ on the group, then READ per topic.
+    let allowed =
+        ctx.check_txn_id(Operation::Write, &req.transactional_id.0).and_then(|()| ctx.check_group(Operation::Read, &req.group_id.0));
+    let (items, denied): (Vec<CommitItem>, Vec<CommitItem>) = match &allowed {
+        Ok(()) => items.into_iter().partition(|it| ctx.topic_allowed(Operation::Read, &it.topic)),
+        Err(_) => (items, Vec::new()),
+    };
+    if ctx.version >= 5 && allowed.is_ok() {
         // Transactions v2: the group's offsets partition joins the transaction here.
         let b = &**ctx.broker;
         let p = b.groups.offsets_partition(&req.group_id.0);
@@ -200,7 +248,7 @@ pub async fn txn_offset_commit(ctx: &Ctx<'_>, req: TxnOffsetCommitRequest) -> Tx
             return TxnOffsetCommitResponse::default().with_topics(topics);
         }
     }
-    let result = ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0).and_then(|_| {
+    let result = allowed.and_then(|()| ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0)).and_then(|_| {
         ctx.broker.groups.txn_commit(
             &**ctx.broker,
             &req.group_id.0,
@@ -224,8 +272,9 @@ pub async fn txn_offset_commit(ctx: &Ctx<'_>, req: TxnOffsetCommitRequest) -> Tx
         Ok(()) => results,
         Err(e) => results.into_iter().map(|(it, code)| (it, if code == 0 { e.code() } else { code })).collect(),
     };
+    let refused = Error::TopicAuthorizationFailed(String::new()).code();
     let mut topics: Vec<TxnOffsetCommitResponseTopic> = Vec::new();
-    for (it, c) in results {
+    for (it, c) in results.into_iter().chain(denied.into_iter().map(|it| (it, refused))) {
         let part = TxnOffsetCommitResponsePartition::default().with_partition_index(it.partition).with_error_code(c);
         match topics.iter_mut().find(|t| *t.name.0 == *it.topic) {
             Some(t) => t.partitions.push(part),
@@ -248,6 +297,7 @@ pub async fn list_transactions(ctx: &Ctx<'_>, req: ListTransactionsRequest) -> L
         .filter(|m| req.producer_id_filters.is_empty() || req.producer_id_filters.iter().any(|p| p.0 == m.producer_id))
         .filter(|m| ctx.version < 1 || req.duration_filter < 0 || (m.start_ms >= 0 && now - m.start_ms >= req.duration_filter))
         .filter(|m| pattern.as_ref().is_none_or(|re| re.is_match(&m.id)))
+        .filter(|m| ctx.allowed(Operation::Describe, crate::auth::ResourceType::TransactionalId, &m.id))
         .map(|m| {
             list_transactions_response::TransactionState::default()
                 .with_transactional_id(sb(m.id).into())
@@ -267,7 +317,7 @@ pub async fn describe_transactions(ctx: &Ctx<'_>, req: DescribeTransactionsReque
         .into_iter()
         .map(|id| {
             let s = TransactionState::default().with_transactional_id(id.clone());
-            if let Err(e) = ctx.broker.txns.check(&**ctx.broker, &id.0) {
+            if let Err(e) = ctx.check_txn_id(Operation::Describe, &id.0).and_then(|()| ctx.broker.txns.check(&**ctx.broker, &id.0)) {
                 return s.with_error_code(e.code()).with_transaction_state(sb(""));
             }
             match all.iter().find(|m| m.id == *id.0) {
@@ -298,11 +348,16 @@ pub async fn describe_producers(ctx: &Ctx<'_>, req: DescribeProducersRequest) ->
         .topics
         .into_iter()
         .map(|t| {
+            // Kafka: READ on the topic.
+            let allowed = ctx.topic_allowed(Operation::Read, &t.name.0);
             let partitions = t
                 .partition_indexes
                 .iter()
                 .map(|&i| {
                     let r = PartitionResponse::default().with_partition_index(i);
+                    if !allowed {
+                        return r.with_error_code(Error::TopicAuthorizationFailed(String::new()).code());
+                    }
                     match ctx.broker.replicas.partition(&t.name.0, i) {
                         None => r.with_error_code(Error::UnknownTopicOrPartition.code()),
                         Some(p) => r.with_active_producers(p.with_state(|s| {

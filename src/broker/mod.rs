@@ -1,5 +1,6 @@
 //! The broker's shared state: configuration, metadata, and the partitions it hosts.
 
+mod acls;
 mod configs;
 mod reconcile;
 mod topics;

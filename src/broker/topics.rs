@@ -49,7 +49,8 @@ impl Broker {
             | Response::Topics { offset, .. }
             | Response::Each { offset, .. }
             | Response::Partition { offset, .. }
-            | Response::Elected { offset, .. } => *offset,
+            | Response::Elected { offset, .. }
+            | Response::AclsDeleted { offset, .. } => *offset,
             Response::Failed(e) => return Err(e.clone()),
             _ => 0,
         };

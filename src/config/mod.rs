@@ -5,7 +5,7 @@
 
 mod settings;
 
-pub use settings::Settings;
+pub use settings::{Settings, STANDARD_AUTHORIZER};
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -106,6 +106,24 @@ pub static KEYS: &[KeyDef] = &[
         broker,
         false,
         "Per-address limits over max.connections.per.ip: host:count,host:count (e.g. 127.0.0.1:200)."
+    ),
+    key!(
+        "authorizer.class.name",
+        Some(""),
+        String,
+        broker,
+        false,
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns ACLs on; empty: every request is allowed."
+    ),
+    key!("super.users", Some(""), String, broker, false, "Principals allowed everything, separated by semicolons (User:admin;User:ops)."),
+    key!("allow.everyone.if.no.acl.found", Some("false"), Boolean, broker, false, "Allow access to a resource that has no ACL at all."),
+    key!(
+        "inter.broker.principal",
+        Some("User:sluice-broker"),
+        String,
+        broker,
+        false,
+        "Sluice's own key: the super-user principal of other brokers' connections (replica fetch, markers) until listeners authenticate them."
     ),
     key!("message.max.bytes", Some("1048588"), Int, broker, true, "Largest record batch accepted."),
     key!("log.segment.bytes", Some("1073741824"), Int, broker, true, "Segment size before a roll."),

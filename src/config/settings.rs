@@ -42,6 +42,24 @@ pub struct Settings {
     pub num_partitions: i32,
     pub default_replication_factor: i64,
     pub min_insync_replicas: usize,
+    /// `authorizer.class.name` is Kafka's StandardAuthorizer: requests are checked against ACLs.
+    pub authorizer_enabled: bool,
+    /// `super.users`, each as `Type:name`, and the inter-broker principal.
+    pub super_users: Vec<String>,
+    pub allow_everyone_if_no_acl_found: bool,
+    /// The principal other brokers' connections act as (see `inter.broker.principal`).
+    pub inter_broker_principal: String,
+}
+
+/// The `authorizer.class.name` that turns authorization on.
+pub const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
+
+/// `Type:name` with a non-empty type, as Kafka parses a principal.
+fn principal(s: &str, key: &str) -> Result<String, String> {
+    match s.split_once(':') {
+        Some((kind, _)) if !kind.is_empty() => Ok(s.to_string()),
+        _ => Err(format!("invalid principal '{s}' in {key}: expected Type:name, e.g. User:admin")),
+    }
 }
 
 impl Settings {
@@ -58,6 +76,20 @@ impl Settings {
                 v => Err(format!("invalid value '{v}' for {k}")),
             }
         };
+        let authorizer_enabled = match config.get("authorizer.class.name").trim() {
+            "" => false,
+            STANDARD_AUTHORIZER => true,
+            other => return Err(format!("unknown authorizer.class.name '{other}': only {STANDARD_AUTHORIZER} is supported")),
+        };
+        let inter_broker_principal = principal(config.get("inter.broker.principal").trim(), "inter.broker.principal")?;
+        let mut super_users = config
+            .get("super.users")
+            .split(';')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| principal(s, "super.users"))
+            .collect::<Result<Vec<_>, _>>()?;
+        super_users.push(inter_broker_principal.clone());
         let positive_i32 = |k: &str| int(k).map(|v| v.clamp(1, i32::MAX as i64) as i32);
         Ok(Settings {
             group_min_session_timeout_ms: int("group.min.session.timeout.ms")?.clamp(0, i32::MAX as i64) as i32,
@@ -98,6 +130,10 @@ impl Settings {
             num_partitions: int("num.partitions")?.clamp(1, i32::MAX as i64) as i32,
             default_replication_factor: int("default.replication.factor")?,
             min_insync_replicas: int("min.insync.replicas")?.max(1) as usize,
+            authorizer_enabled,
+            super_users,
+            allow_everyone_if_no_acl_found: boolean("allow.everyone.if.no.acl.found")?,
+            inter_broker_principal,
         })
     }
 }
@@ -114,6 +150,22 @@ mod tests {
         assert_eq!(s.leader_imbalance_check_interval_ms, 300_000);
         assert!(s.auto_create_topics_enable && !s.unclean_leader_election_enable);
         assert_eq!(s.group_consumer_assignors, ["uniform", "range"]);
+        assert!(!s.authorizer_enabled && !s.allow_everyone_if_no_acl_found);
+    }
+
+    #[test]
+    fn authorizer_keys_are_checked() {
+        let mut c = BrokerConfig::default();
+        c.set_static("authorizer.class.name", STANDARD_AUTHORIZER).unwrap();
+        c.set_static("super.users", " User:admin ; User:CN=ops,O=x ;").unwrap();
+        let s = Settings::from_config(&c).unwrap();
+        assert!(s.authorizer_enabled);
+        assert_eq!(s.super_users, ["User:admin", "User:CN=ops,O=x", "User:sluice-broker"]);
+        c.set_static("super.users", "admin").unwrap();
+        assert!(Settings::from_config(&c).unwrap_err().contains("super.users"));
+        c.set_static("super.users", "").unwrap();
+        c.set_static("authorizer.class.name", "kafka.security.authorizer.AclAuthorizer").unwrap();
+        assert!(Settings::from_config(&c).unwrap_err().contains("authorizer.class.name"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! until the batch commits. Decisions are made one at a time (`ops`), against the image
 //! as it is after the previous decision was applied, so two can never contradict.
 
+mod acls;
 pub mod driver;
 pub mod election;
 pub mod net;
@@ -128,6 +129,8 @@ impl Controller {
             }
             Request::ElectLeaders { preferred, partitions } => self.elect_leaders(preferred, partitions).await,
             Request::AlterReassignments { items } => self.alter_reassignments(items).await,
+            Request::CreateAcls { acls } => self.create_acls(acls).await,
+            Request::DeleteAcls { filters } => self.delete_acls(filters).await,
             Request::FetchMetadata { .. } | Request::DescribeQuorum => unreachable!("answered above"),
         };
         match r {

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::auth::{AclBinding, AclFilter};
 use crate::error::Error;
 use crate::metadata::image::TopicImage;
 use crate::metadata::records::{PartitionState, RecordBatch};
@@ -85,6 +86,14 @@ pub enum Request {
         preferred: bool,
         partitions: Option<Vec<(String, i32)>>,
     },
+    /// Creates ACLs (one result each, in order).
+    CreateAcls {
+        acls: Vec<AclBinding>,
+    },
+    /// Deletes the ACLs each filter selects.
+    DeleteAcls {
+        filters: Vec<AclFilter>,
+    },
     DescribeQuorum,
     /// Committed metadata from offset `from` on (for nodes that don't vote).
     FetchMetadata {
@@ -135,6 +144,11 @@ pub enum Response {
     },
     Elected {
         results: Vec<(String, i32, Result<(), Error>)>,
+        offset: u64,
+    },
+    /// Per DeleteAcls filter: the ACLs it removed.
+    AclsDeleted {
+        results: Vec<Result<Vec<AclBinding>, Error>>,
         offset: u64,
     },
     Quorum(QuorumInfo),

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::records::{PartitionState, Record};
+use crate::auth::Acls;
 
 /// A registered broker.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -48,6 +49,9 @@ pub struct Image {
     pub broker_configs: BTreeMap<String, String>,
     /// Unclean elections applied, for the operator to see.
     pub unclean_elections: u64,
+    /// Every ACL, indexed for the authorizer.
+    #[serde(default)]
+    pub acls: Acls,
 }
 
 impl Image {
@@ -113,6 +117,10 @@ impl Image {
                     None => self.broker_configs.remove(key),
                 };
             }
+            Record::AccessControlEntry { id, acl } => self.acls.insert(*id, acl.clone()),
+            Record::RemoveAccessControlEntry { id } => {
+                self.acls.remove(*id);
+            }
         }
     }
 
@@ -164,7 +172,7 @@ mod tests {
         let mut out = vec![RecordBatch::new(vec![Record::ClusterId { id: format!("c{seed}") }])];
         for i in 0..len {
             let broker = rng.below(5) as i32;
-            let rec = match rng.below(9) {
+            let rec = match rng.below(10) {
                 0 => Record::RegisterBroker {
                     id: broker,
                     incarnation: Uuid::from_u64_pair(seed, i as u64),
@@ -205,6 +213,22 @@ mod tests {
                     value: (rng.below(3) > 0).then(|| rng.below(100_000).to_string()),
                 },
                 7 => Record::BrokerConfig { key: "log.retention.ms".into(), value: Some(i.to_string()) },
+                8 if rng.below(3) == 0 => {
+                    Record::RemoveAccessControlEntry { id: Uuid::from_u64_pair(seed, 2_000_000 + rng.below(i as u64 + 1)) }
+                }
+                8 => {
+                    use crate::auth::*;
+                    let acl = AclBinding {
+                        resource_type: ResourceType::Topic,
+                        resource_name: format!("t{}", rng.below(5)),
+                        pattern_type: if rng.below(2) == 0 { PatternType::Literal } else { PatternType::Prefixed },
+                        principal: format!("User:u{}", rng.below(3)),
+                        host: "*".into(),
+                        operation: Operation::Read,
+                        permission: Permission::Allow,
+                    };
+                    Record::AccessControlEntry { id: Uuid::from_u64_pair(seed, 2_000_000 + i as u64), acl }
+                }
                 _ => Record::UnfenceBroker { id: broker, epoch: i as u64 },
             };
             out.push(RecordBatch::new(vec![rec]));

@@ -17,11 +17,15 @@
 //! | `RemoveTopic`     | a topic and its partitions are gone                             |
 //! | `TopicConfig`     | a topic config override set (`value`) or removed (`None`)       |
 //! | `BrokerConfig`    | a cluster-wide dynamic broker config set or removed             |
+//! | `AccessControlEntry` | an ACL was created, with its id (Kafka's AccessControlEntryRecord) |
+//! | `RemoveAccessControlEntry` | the ACL with that id was deleted                        |
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
+
+use crate::auth::AclBinding;
 
 /// The version written by this build.
 pub const BATCH_VERSION: u32 = 1;
@@ -65,6 +69,8 @@ pub enum Record {
     RemoveTopic { id: Uuid },
     TopicConfig { id: Uuid, key: String, value: Option<String> },
     BrokerConfig { key: String, value: Option<String> },
+    AccessControlEntry { id: Uuid, acl: AclBinding },
+    RemoveAccessControlEntry { id: Uuid },
 }
 
 impl RecordBatch {
