@@ -109,7 +109,7 @@ pub enum Error {
     CoordinatorNotAvailable,
     #[error("unsupported: {0}")]
     Unsupported(String),
-    #[error("the resource is not found: {0}")]
+    #[error("{0}")]
     ResourceNotFound(String),
     #[error("storage error: {0}")]
     Storage(String),
@@ -143,6 +143,16 @@ pub enum Error {
     NotCoordinator,
     #[error("no reassignment in progress")]
     NoReassignmentInProgress,
+    #[error("{0}")]
+    UnacceptableCredential(String),
+    #[error("{0}")]
+    UnsupportedSaslMechanism(String),
+    #[error("{0}")]
+    DuplicateResource(String),
+    #[error("{0}")]
+    IllegalSaslState(String),
+    #[error("{0}")]
+    SaslAuthenticationFailed(String),
     #[error("another broker answered error code {0}")]
     Remote(i16),
 }
@@ -232,6 +242,11 @@ impl Error {
             EligibleLeadersNotAvailable => ResponseError::EligibleLeadersNotAvailable,
             NotCoordinator => ResponseError::NotCoordinator,
             NoReassignmentInProgress => ResponseError::NoReassignmentInProgress,
+            UnacceptableCredential(_) => ResponseError::UnacceptableCredential,
+            UnsupportedSaslMechanism(_) => ResponseError::UnsupportedSaslMechanism,
+            DuplicateResource(_) => ResponseError::DuplicateResource,
+            IllegalSaslState(_) => ResponseError::IllegalSaslState,
+            SaslAuthenticationFailed(_) => ResponseError::SaslAuthenticationFailed,
             Remote(c) => ResponseError::try_from_code(*c).unwrap_or(ResponseError::UnknownServerError),
         }
     }

@@ -14,7 +14,10 @@ mod metadata;
 mod offsets;
 mod produce;
 mod quorum;
+mod quotas;
 mod reassign;
+mod sasl;
+mod scram;
 mod txn;
 
 use std::sync::Arc;
@@ -138,6 +141,11 @@ apis! {
     DescribeQuorum: DescribeQuorumRequest => quorum::describe_quorum [0, 2] always;
     AlterPartitionReassignments: AlterPartitionReassignmentsRequest => reassign::alter [0, 1] always;
     ListPartitionReassignments: ListPartitionReassignmentsRequest => reassign::list [0, 0] always;
+    SaslHandshake: SaslHandshakeRequest => sasl::handshake [0, 1] always;
+    SaslAuthenticate: SaslAuthenticateRequest => sasl::authenticate [0, 2] always;
+    DescribeUserScramCredentials: DescribeUserScramCredentialsRequest => scram::describe [0, 0] always;
+    AlterUserScramCredentials: AlterUserScramCredentialsRequest => scram::alter [0, 0] always;
+    DescribeClientQuotas: DescribeClientQuotasRequest => quotas::describe [0, 1] always;
 }
 
 /// The versions of `key` this broker serves.

@@ -11,6 +11,7 @@ pub mod net;
 pub mod quorum;
 pub mod raft_store;
 pub mod rpc;
+mod scram;
 mod topics;
 
 #[cfg(test)]
@@ -120,6 +121,7 @@ impl Controller {
             }
             Request::ElectLeaders { preferred, partitions } => self.elect_leaders(preferred, partitions).await,
             Request::AlterReassignments { items } => self.alter_reassignments(items).await,
+            Request::AlterScram { deletions, upsertions } => self.alter_scram(deletions, upsertions).await,
             Request::FetchMetadata { .. } | Request::DescribeQuorum => unreachable!("answered above"),
         };
         match r {

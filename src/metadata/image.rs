@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::records::{PartitionState, Record};
+use super::records::{PartitionState, Record, ScramCredential, ScramMechanism};
 
 /// A registered broker.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -48,6 +48,9 @@ pub struct Image {
     pub broker_configs: BTreeMap<String, String>,
     /// Unclean elections applied, for the operator to see.
     pub unclean_elections: u64,
+    /// SCRAM credentials by user, then mechanism (Kafka's `ScramImage`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scram: BTreeMap<String, BTreeMap<ScramMechanism, ScramCredential>>,
 }
 
 impl Image {
@@ -113,7 +116,23 @@ impl Image {
                     None => self.broker_configs.remove(key),
                 };
             }
+            Record::UserScramCredential { name, mechanism, credential } => {
+                self.scram.entry(name.clone()).or_default().insert(*mechanism, credential.clone());
+            }
+            Record::RemoveUserScramCredential { name, mechanism } => {
+                if let Some(user) = self.scram.get_mut(name) {
+                    user.remove(mechanism);
+                    if user.is_empty() {
+                        self.scram.remove(name);
+                    }
+                }
+            }
         }
+    }
+
+    /// `user`'s SCRAM credential for `mechanism`.
+    pub fn scram_credential(&self, user: &str, mechanism: ScramMechanism) -> Option<&ScramCredential> {
+        self.scram.get(user)?.get(&mechanism)
     }
 
     fn topic_by_id_mut(&mut self, id: Uuid) -> Option<&mut TopicImage> {
@@ -164,7 +183,7 @@ mod tests {
         let mut out = vec![RecordBatch::new(vec![Record::ClusterId { id: format!("c{seed}") }])];
         for i in 0..len {
             let broker = rng.below(5) as i32;
-            let rec = match rng.below(9) {
+            let rec = match rng.below(10) {
                 0 => Record::RegisterBroker {
                     id: broker,
                     incarnation: Uuid::from_u64_pair(seed, i as u64),
@@ -205,6 +224,12 @@ mod tests {
                     value: (rng.below(3) > 0).then(|| rng.below(100_000).to_string()),
                 },
                 7 => Record::BrokerConfig { key: "log.retention.ms".into(), value: Some(i.to_string()) },
+                8 if rng.below(2) == 0 => Record::UserScramCredential {
+                    name: format!("u{}", rng.below(4)),
+                    mechanism: ScramMechanism::ALL[rng.below(2) as usize],
+                    credential: ScramCredential { salt: vec![i as u8], stored_key: vec![1], server_key: vec![2], iterations: 4096 },
+                },
+                8 => Record::RemoveUserScramCredential { name: format!("u{}", rng.below(4)), mechanism: ScramMechanism::ALL[rng.below(2) as usize] },
                 _ => Record::UnfenceBroker { id: broker, epoch: i as u64 },
             };
             out.push(RecordBatch::new(vec![rec]));
