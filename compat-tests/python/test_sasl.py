@@ -80,6 +80,7 @@ def auth_fails(b, mechanism, user, password):
     a = AdminClient(client_conf(b, mechanism, user, password, errors))
     with pytest.raises(Exception):
         a.list_topics(timeout=5)
+    a.poll(1)  # error_cb runs from poll
     assert any(e.code() == KafkaError._AUTHENTICATION for e in errors), errors
     return [e.str() for e in errors]
 
