@@ -25,7 +25,9 @@ fn check_filter(req: &DescribeClientQuotasRequest) -> Result<(), Error> {
         }
         seen.push(t);
         match c.match_type {
-            MATCH_EXACT if c._match.is_none() => return Err(Error::InvalidRequest("Request specified exact match type but no match".into())),
+            MATCH_EXACT if c._match.is_none() => {
+                return Err(Error::InvalidRequest("Request specified exact match type but no match".into()))
+            }
             MATCH_DEFAULT if c._match.is_some() => {
                 return Err(Error::InvalidRequest("Request specified default match type with a match".into()))
             }
@@ -34,7 +36,10 @@ fn check_filter(req: &DescribeClientQuotasRequest) -> Result<(), Error> {
         }
     }
     if seen.contains(&"ip") && seen.len() > 1 {
-        return Err(Error::InvalidRequest("Invalid entity filter component combination, IP filter component should not be used with user or clientId filter component.".into()));
+        return Err(Error::InvalidRequest(
+            "Invalid entity filter component combination, IP filter component should not be used with user or clientId filter component."
+                .into(),
+        ));
     }
     Ok(())
 }
@@ -42,6 +47,8 @@ fn check_filter(req: &DescribeClientQuotasRequest) -> Result<(), Error> {
 pub async fn describe(_ctx: &Ctx<'_>, req: DescribeClientQuotasRequest) -> DescribeClientQuotasResponse {
     match check_filter(&req) {
         Ok(()) => DescribeClientQuotasResponse::default().with_entries(Some(Vec::new())),
-        Err(e) => DescribeClientQuotasResponse::default().with_error_code(e.code()).with_error_message(Some(sb(e.message()))).with_entries(None),
+        Err(e) => {
+            DescribeClientQuotasResponse::default().with_error_code(e.code()).with_error_message(Some(sb(e.message()))).with_entries(None)
+        }
     }
 }

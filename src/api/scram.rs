@@ -30,7 +30,9 @@ pub async fn describe(ctx: &Ctx<'_>, req: DescribeUserScramCredentialsRequest) -
         .map(|user| {
             let r = DescribeUserScramCredentialsResult::default().with_user(sb(user.clone()));
             let error = if count[user.as_str()] > 1 {
-                Some(Error::DuplicateResource(format!("Cannot describe SCRAM credentials for the same user twice in a single request: {user}")))
+                Some(Error::DuplicateResource(format!(
+                    "Cannot describe SCRAM credentials for the same user twice in a single request: {user}"
+                )))
             } else if !img.scram.contains_key(user) {
                 Some(Error::ResourceNotFound(format!("Attempt to describe a user credential that does not exist: {user}")))
             } else {

@@ -112,7 +112,9 @@ pub fn parse(s: &str) -> Result<JaasConfig, String> {
             Some(Token::Word(f)) if ["required", "requisite", "sufficient", "optional"].contains(&f.to_ascii_lowercase().as_str()) => {
                 f.to_ascii_lowercase()
             }
-            other => return Err(format!("sasl.jaas.config: expected a control flag (required, requisite, sufficient, optional), got {other:?}")),
+            other => {
+                return Err(format!("sasl.jaas.config: expected a control flag (required, requisite, sufficient, optional), got {other:?}"))
+            }
         };
         let mut options = BTreeMap::new();
         loop {
@@ -159,10 +161,7 @@ mod tests {
 
     #[test]
     fn quotes_escapes_comments_and_bare_words() {
-        let c = parse(
-            "m.Mod Required /* note */ a=plain b=\"x y;=\\\"q\\\\\" c='v' // trailing\n d=\"\" ;",
-        )
-        .unwrap();
+        let c = parse("m.Mod Required /* note */ a=plain b=\"x y;=\\\"q\\\\\" c='v' // trailing\n d=\"\" ;").unwrap();
         assert_eq!(c.flag, "required");
         assert_eq!(c.options["a"], "plain");
         assert_eq!(c.options["b"], "x y;=\"q\\");

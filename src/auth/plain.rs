@@ -82,7 +82,10 @@ mod tests {
     use crate::auth::jaas;
 
     fn users() -> PlainUsers {
-        let c = jaas::parse(&format!(r#"{PLAIN_LOGIN_MODULE} required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";"#)).unwrap();
+        let c = jaas::parse(&format!(
+            r#"{PLAIN_LOGIN_MODULE} required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";"#
+        ))
+        .unwrap();
         PlainUsers::from_jaas(&c).unwrap()
     }
 

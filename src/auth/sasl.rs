@@ -68,12 +68,14 @@ impl SaslConfig {
     pub fn for_listener(cfg: &crate::config::BrokerConfig, listener: &str) -> Result<SaslConfig, String> {
         let prefix = format!("listener.name.{}.", listener.to_ascii_lowercase());
         let get = |k: &str| cfg.lookup(&format!("{prefix}{k}")).map(|(v, _)| v).unwrap_or_else(|| cfg.get(k));
-        let enabled: Vec<String> = get("sasl.enabled.mechanisms").split(',').map(|m| m.trim().to_string()).filter(|m| !m.is_empty()).collect();
+        let enabled: Vec<String> =
+            get("sasl.enabled.mechanisms").split(',').map(|m| m.trim().to_string()).filter(|m| !m.is_empty()).collect();
         let plain = match cfg.lookup(&format!("{prefix}plain.sasl.jaas.config")) {
             Some((text, _)) => Some(PlainUsers::from_jaas(&super::jaas::parse(&text)?)?),
             None => None,
         };
-        let reauth_ms = get("connections.max.reauth.ms").trim().parse().map_err(|_| "connections.max.reauth.ms is not a number".to_string())?;
+        let reauth_ms =
+            get("connections.max.reauth.ms").trim().parse().map_err(|_| "connections.max.reauth.ms is not a number".to_string())?;
         let max_receive = cfg.get_i64("sasl.server.max.receive.size").max(1) as usize;
         SaslConfig::new(enabled, plain, reauth_ms, max_receive).map_err(|e| format!("listener {listener}: {e}"))
     }
@@ -103,7 +105,11 @@ enum State {
     /// ApiVersions was answered: only SaslHandshake may come.
     Handshake,
     /// Exchanging tokens; `framed` after a v1 handshake.
-    Authenticate { mech: Mech, name: String, framed: bool },
+    Authenticate {
+        mech: Mech,
+        name: String,
+        framed: bool,
+    },
     Authenticated,
     /// A failure was answered; nothing more is read.
     Failed,
@@ -254,7 +260,10 @@ impl SaslSession {
         let refused = if !self.config.enabled.contains(&name) {
             Some(format!("Unsupported SASL mechanism {name}"))
         } else if reauth && previous != Some(name.as_str()) {
-            Some(format!("SASL mechanism '{name}' requested by client is not supported for re-authentication of mechanism '{}'", previous.unwrap_or("")))
+            Some(format!(
+                "SASL mechanism '{name}' requested by client is not supported for re-authentication of mechanism '{}'",
+                previous.unwrap_or("")
+            ))
         } else {
             None
         };
@@ -269,7 +278,12 @@ impl SaslSession {
             None => Mech::Plain,
         };
         self.state = State::Authenticate { mech, name, framed: h.version >= 1 };
-        Outcome::Reply(response(ApiKey::SaslHandshake, h.version, h.correlation_id, &SaslHandshakeResponse::default().with_mechanisms(enabled)))
+        Outcome::Reply(response(
+            ApiKey::SaslHandshake,
+            h.version,
+            h.correlation_id,
+            &SaslHandshakeResponse::default().with_mechanisms(enabled),
+        ))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -286,7 +300,9 @@ impl SaslSession {
     ) -> Outcome {
         let reauth = self.authenticated.is_some();
         let step = match &mut mech {
-            Mech::Plain => plain::authenticate(&self.config.plain, token).map(|user| Step::Done { response: Vec::new(), user }).map_err(Failure::Rejected),
+            Mech::Plain => plain::authenticate(&self.config.plain, token)
+                .map(|user| Step::Done { response: Vec::new(), user })
+                .map_err(Failure::Rejected),
             Mech::Scram(s) => s.step(token, lookup, &scram::nonce),
         };
         let step = step.and_then(|s| match (&s, &self.authenticated) {

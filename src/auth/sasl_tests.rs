@@ -67,7 +67,8 @@ fn plain_over_v1_handshake_authenticates_and_then_passes_requests() {
     let hs: SaslHandshakeResponse = decode(&r, ApiKey::SaslHandshake, 1);
     assert_eq!(hs.error_code, 0);
     assert_eq!(hs.mechanisms.len(), 3);
-    let Outcome::Authenticated { reply, principal, expires_at_ms } = s.on_frame(&authenticate(2, b"\0alice\0alice-secret"), 0, &no_users) else {
+    let Outcome::Authenticated { reply, principal, expires_at_ms } = s.on_frame(&authenticate(2, b"\0alice\0alice-secret"), 0, &no_users)
+    else {
         panic!()
     };
     assert_eq!((principal.as_str(), expires_at_ms), ("User:alice", None));

@@ -55,12 +55,7 @@ pub fn salted_password(m: ScramMechanism, password: &[u8], salt: &[u8], iteratio
 /// derives from an AlterUserScramCredentials upsertion).
 pub fn credential_from_salted(m: ScramMechanism, salt: &[u8], salted: &[u8], iterations: i32) -> ScramCredential {
     let client_key = hmac(m, salted, b"Client Key");
-    ScramCredential {
-        salt: salt.to_vec(),
-        stored_key: hash(m, &client_key),
-        server_key: hmac(m, salted, b"Server Key"),
-        iterations,
-    }
+    ScramCredential { salt: salt.to_vec(), stored_key: hash(m, &client_key), server_key: hmac(m, salted, b"Server Key"), iterations }
 }
 
 /// A random printable nonce, from the operating system's CSPRNG.
@@ -87,7 +82,14 @@ pub struct ScramServer {
 
 enum State {
     ClientFirst,
-    ClientFinal { user: String, credential: ScramCredential, gs2_header: String, client_first_bare: String, server_first: String, nonce: String },
+    ClientFinal {
+        user: String,
+        credential: ScramCredential,
+        gs2_header: String,
+        client_first_bare: String,
+        server_first: String,
+        nonce: String,
+    },
     Done,
 }
 
@@ -171,15 +173,18 @@ impl ScramServer {
                     // Delegation tokens are not built: there is no token to check against.
                     return Err(Failure::Invalid(format!("Token Authentication failed: Invalid tokenId : {}", first.user)));
                 }
-                let credential =
-                    lookup(&first.user, self.mechanism).ok_or_else(|| Failure::Invalid("Authentication failed: Invalid user credentials".into()))?;
+                let credential = lookup(&first.user, self.mechanism)
+                    .ok_or_else(|| Failure::Invalid("Authentication failed: Invalid user credentials".into()))?;
                 if !first.authzid.is_empty() && sasl_name_to_user(first.authzid).ok().as_deref() != Some(first.user.as_str()) {
                     return Err(Failure::Rejected(
                         "Authentication failed: Client requested an authorization id that is different from username".into(),
                     ));
                 }
                 if credential.iterations < MIN_ITERATIONS {
-                    return Err(Failure::Invalid(format!("Iterations {} is less than the minimum {MIN_ITERATIONS}", credential.iterations)));
+                    return Err(Failure::Invalid(format!(
+                        "Iterations {} is less than the minimum {MIN_ITERATIONS}",
+                        credential.iterations
+                    )));
                 }
                 let full_nonce = format!("{}{}", first.nonce, nonce());
                 let server_first = format!("r={full_nonce},s={},i={}", B64.encode(&credential.salt), credential.iterations);

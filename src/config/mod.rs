@@ -59,9 +59,30 @@ pub static KEYS: &[KeyDef] = &[
     key!("process.roles", Some("broker,controller"), List, broker, false, "broker, controller, or both (combined mode)."),
     key!("controller.quorum.voters", Some(""), List, broker, false, "The quorum: id@host:port of every voter. Empty: this node alone."),
     key!("controller.listener.names", Some("CONTROLLER"), List, broker, false, "The listener name (in listeners) controllers use."),
-    key!("sasl.enabled.mechanisms", Some("GSSAPI"), List, broker, false, "SASL mechanisms a SASL listener offers (this build serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)."),
-    key!("connections.max.reauth.ms", Some("0"), Long, broker, false, "A SASL session's lifetime before the client must re-authenticate (KIP-368); 0: never."),
-    key!("sasl.server.max.receive.size", Some("524288"), Int, broker, false, "The largest frame a connection may send before it is authenticated."),
+    key!(
+        "sasl.enabled.mechanisms",
+        Some("GSSAPI"),
+        List,
+        broker,
+        false,
+        "SASL mechanisms a SASL listener offers (this build serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)."
+    ),
+    key!(
+        "connections.max.reauth.ms",
+        Some("0"),
+        Long,
+        broker,
+        false,
+        "A SASL session's lifetime before the client must re-authenticate (KIP-368); 0: never."
+    ),
+    key!(
+        "sasl.server.max.receive.size",
+        Some("524288"),
+        Int,
+        broker,
+        false,
+        "The largest frame a connection may send before it is authenticated."
+    ),
     key!("controller.quorum.request.timeout.ms", Some("30000"), Int, broker, false, "How long a metadata change may take."),
     key!("broker.heartbeat.interval.ms", Some("2000"), Int, broker, false, "How often a broker heartbeats to the controller."),
     key!("broker.session.timeout.ms", Some("9000"), Int, broker, false, "Silence after which the controller fences a broker."),

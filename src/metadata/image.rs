@@ -229,7 +229,10 @@ mod tests {
                     mechanism: ScramMechanism::ALL[rng.below(2) as usize],
                     credential: ScramCredential { salt: vec![i as u8], stored_key: vec![1], server_key: vec![2], iterations: 4096 },
                 },
-                8 => Record::RemoveUserScramCredential { name: format!("u{}", rng.below(4)), mechanism: ScramMechanism::ALL[rng.below(2) as usize] },
+                8 => Record::RemoveUserScramCredential {
+                    name: format!("u{}", rng.below(4)),
+                    mechanism: ScramMechanism::ALL[rng.below(2) as usize],
+                },
                 _ => Record::UnfenceBroker { id: broker, epoch: i as u64 },
             };
             out.push(RecordBatch::new(vec![rec]));
