@@ -159,9 +159,18 @@ fn resolve(hp: &str) -> anyhow::Result<SocketAddr> {
 
 /// The SASL settings of the client listener when its security protocol (its name, as
 /// Kafka defaults `listener.security.protocol.map`) is SASL_PLAINTEXT; TLS is not built,
-/// so SSL and SASL_SSL stop startup rather than serve in the clear.
-fn client_listener_sasl(cfg: &BrokerConfig, name: &str) -> anyhow::Result<Option<std::sync::Arc<sluice::auth::sasl::SaslConfig>>> {
+/// so SSL and SASL_SSL stop startup rather than serve in the clear. Brokers reach each
+/// other (replication, transaction markers) on the client listener without credentials,
+/// so SASL there is for a single node until an inter-broker listener exists.
+fn client_listener_sasl(
+    cfg: &BrokerConfig,
+    name: &str,
+    cluster: bool,
+) -> anyhow::Result<Option<std::sync::Arc<sluice::auth::sasl::SaslConfig>>> {
     match name {
+        "SASL_PLAINTEXT" if cluster => {
+            bail!("listener {name}: SASL on the client listener works on a single node only (no inter-broker listener yet); unset controller.quorum.voters or use PLAINTEXT")
+        }
         "SASL_PLAINTEXT" => {
             let sasl = sluice::auth::sasl::SaslConfig::for_listener(cfg, name).map_err(anyhow::Error::msg)?;
             tracing::info!(listener = name, mechanisms = ?sasl.enabled, "SASL authentication on the client listener");
@@ -198,7 +207,7 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
     let client_named = all_listeners.iter().find(|(n, _)| !controller_names.contains(n));
     let client_listener = client_named.map(|(_, hp)| hp.clone());
     let client_sasl = match client_named {
-        Some((name, _)) => client_listener_sasl(&cfg, name)?,
+        Some((name, _)) => client_listener_sasl(&cfg, name, !voters.is_empty())?,
         None => None,
     };
     let controller_addr = match all_listeners.iter().find(|(n, _)| controller_names.contains(n)) {

@@ -96,7 +96,7 @@ pub enum Outcome {
 
 enum Mech {
     Plain,
-    Scram(ScramServer),
+    Scram(Box<ScramServer>),
 }
 
 enum State {
@@ -274,7 +274,7 @@ impl SaslSession {
             return Outcome::Close { reply: Some(response(ApiKey::SaslHandshake, h.version, h.correlation_id, &resp)), reason };
         }
         let mech = match ScramMechanism::from_name(&name) {
-            Some(m) => Mech::Scram(ScramServer::new(m)),
+            Some(m) => Mech::Scram(Box::new(ScramServer::new(m))),
             None => Mech::Plain,
         };
         self.state = State::Authenticate { mech, name, framed: h.version >= 1 };
