@@ -109,7 +109,7 @@ pub enum Error {
     CoordinatorNotAvailable,
     #[error("unsupported: {0}")]
     Unsupported(String),
-    #[error("the resource is not found: {0}")]
+    #[error("{0}")]
     ResourceNotFound(String),
     #[error("storage error: {0}")]
     Storage(String),
@@ -153,6 +153,16 @@ pub enum Error {
     TransactionalIdAuthorizationFailed,
     #[error("no Authorizer is configured")]
     SecurityDisabled,
+    #[error("{0}")]
+    UnacceptableCredential(String),
+    #[error("{0}")]
+    UnsupportedSaslMechanism(String),
+    #[error("{0}")]
+    DuplicateResource(String),
+    #[error("{0}")]
+    IllegalSaslState(String),
+    #[error("{0}")]
+    SaslAuthenticationFailed(String),
     #[error("another broker answered error code {0}")]
     Remote(i16),
 }
@@ -247,6 +257,11 @@ impl Error {
             ClusterAuthorizationFailed => ResponseError::ClusterAuthorizationFailed,
             TransactionalIdAuthorizationFailed => ResponseError::TransactionalIdAuthorizationFailed,
             SecurityDisabled => ResponseError::SecurityDisabled,
+            UnacceptableCredential(_) => ResponseError::UnacceptableCredential,
+            UnsupportedSaslMechanism(_) => ResponseError::UnsupportedSaslMechanism,
+            DuplicateResource(_) => ResponseError::DuplicateResource,
+            IllegalSaslState(_) => ResponseError::IllegalSaslState,
+            SaslAuthenticationFailed(_) => ResponseError::SaslAuthenticationFailed,
             Remote(c) => ResponseError::try_from_code(*c).unwrap_or(ResponseError::UnknownServerError),
         }
     }

@@ -157,6 +157,30 @@ fn resolve(hp: &str) -> anyhow::Result<SocketAddr> {
     (h.as_str(), p).to_socket_addrs()?.next().with_context(|| format!("cannot resolve {h}"))
 }
 
+/// The SASL settings of the client listener when its security protocol (its name, as
+/// Kafka defaults `listener.security.protocol.map`) is SASL_PLAINTEXT; TLS is not built,
+/// so SSL and SASL_SSL stop startup rather than serve in the clear. Brokers reach each
+/// other (replication, transaction markers) on the client listener without credentials,
+/// so SASL there is for a single node until an inter-broker listener exists.
+fn client_listener_sasl(
+    cfg: &BrokerConfig,
+    name: &str,
+    cluster: bool,
+) -> anyhow::Result<Option<std::sync::Arc<sluice::auth::sasl::SaslConfig>>> {
+    match name {
+        "SASL_PLAINTEXT" if cluster => {
+            bail!("listener {name}: SASL on the client listener works on a single node only (no inter-broker listener yet); unset controller.quorum.voters or use PLAINTEXT")
+        }
+        "SASL_PLAINTEXT" => {
+            let sasl = sluice::auth::sasl::SaslConfig::for_listener(cfg, name).map_err(anyhow::Error::msg)?;
+            tracing::info!(listener = name, mechanisms = ?sasl.enabled, "SASL authentication on the client listener");
+            Ok(Some(std::sync::Arc::new(sasl)))
+        }
+        "SSL" | "SASL_SSL" => bail!("listener {name}: TLS is not built yet; use PLAINTEXT or SASL_PLAINTEXT"),
+        _ => Ok(None),
+    }
+}
+
 /// `controller.quorum.voters`: `id@host:port,...`.
 fn parse_voters(s: &str) -> anyhow::Result<BTreeMap<i32, SocketAddr>> {
     let mut out = BTreeMap::new();
@@ -182,7 +206,12 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
     let voters = parse_voters(&cfg.get("controller.quorum.voters"))?;
     let controller_names: Vec<String> = cfg.get("controller.listener.names").split(',').map(|s| s.trim().to_string()).collect();
     let all_listeners = listeners(&cfg.get("listeners"));
-    let client_listener = all_listeners.iter().find(|(n, _)| !controller_names.contains(n)).map(|(_, hp)| hp.clone());
+    let client_named = all_listeners.iter().find(|(n, _)| !controller_names.contains(n));
+    let client_listener = client_named.map(|(_, hp)| hp.clone());
+    let client_sasl = match client_named {
+        Some((name, _)) => client_listener_sasl(&cfg, name, !voters.is_empty())?,
+        None => None,
+    };
     let controller_addr = match all_listeners.iter().find(|(n, _)| controller_names.contains(n)) {
         Some((_, hp)) => Some(resolve(hp)?),
         None => voters.get(&node_id).copied(),
@@ -309,7 +338,7 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
         tracing::info!("metrics on http://{}/metrics", l.local_addr()?);
         tokio::spawn(sluice::metrics::serve(l, broker.clone(), stop_rx.clone()));
     }
-    let server = tokio::spawn(sluice::net::serve(listener, broker.clone(), connection_limits, stop_rx.clone()));
+    let server = tokio::spawn(sluice::net::serve(listener, broker.clone(), connection_limits, client_sasl, stop_rx.clone()));
     let background = tokio::spawn(broker.clone().run_background(stop_rx.clone()));
     tracing::info!(
         "sluice ready: serving Kafka on {bound} (advertised {}:{}), node {node_id}, data {}, cluster {}, started in {} ms",

@@ -1,7 +1,27 @@
 //! Any bytes as a request frame: decoding must return an error, never panic or abort.
 #![no_main]
 
+use std::sync::{Arc, OnceLock};
+
 use libfuzzer_sys::fuzz_target;
+use sluice::auth::plain::PlainUsers;
+use sluice::auth::sasl::{Outcome, SaslConfig, SaslSession};
+use sluice::auth::scram::credential_from_salted;
+use sluice::metadata::records::{ScramCredential, ScramMechanism};
+
+fn sasl_config() -> Arc<SaslConfig> {
+    static CONFIG: OnceLock<Arc<SaslConfig>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let enabled = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"].map(String::from).to_vec();
+            Arc::new(SaslConfig::new(enabled, Some(PlainUsers::new([("u", "p")])), 1000, 1 << 20).unwrap())
+        })
+        .clone()
+}
+
+fn lookup(user: &str, m: ScramMechanism) -> Option<ScramCredential> {
+    (user == "u").then(|| credential_from_salted(m, b"salt", &[7; 64], 4096))
+}
 
 fuzz_target!(|data: &[u8]| {
     let _ = sluice::api::decode_frame(bytes::Bytes::copy_from_slice(data));
@@ -18,5 +38,12 @@ fuzz_target!(|data: &[u8]| {
         frame.extend([0xff, 0xff, 0]); // null client id, empty tagged fields
         frame.extend(&data[2..]);
         let _ = sluice::api::decode_frame(bytes::Bytes::from(frame));
+    }
+    // The same bytes as a connection's frames (split at 0xfe) into a SASL session.
+    let mut session = SaslSession::new(sasl_config());
+    for (i, frame) in data.split(|b| *b == 0xfe).enumerate() {
+        if matches!(session.on_frame(frame, i as i64 * 400, &lookup), Outcome::Close { .. }) {
+            break;
+        }
     }
 });

@@ -16,7 +16,10 @@ mod metadata;
 mod offsets;
 mod produce;
 mod quorum;
+mod quotas;
 mod reassign;
+mod sasl;
+mod scram;
 mod txn;
 
 use std::sync::Arc;
@@ -168,6 +171,11 @@ apis! {
     DeleteAcls: DeleteAclsRequest => acls::delete [1, 3] always;
     AlterPartitionReassignments: AlterPartitionReassignmentsRequest => reassign::alter [0, 1] always;
     ListPartitionReassignments: ListPartitionReassignmentsRequest => reassign::list [0, 0] always;
+    SaslHandshake: SaslHandshakeRequest => sasl::handshake [0, 1] always;
+    SaslAuthenticate: SaslAuthenticateRequest => sasl::authenticate [0, 2] always;
+    DescribeUserScramCredentials: DescribeUserScramCredentialsRequest => scram::describe [0, 0] always;
+    AlterUserScramCredentials: AlterUserScramCredentialsRequest => scram::alter [0, 0] always;
+    DescribeClientQuotas: DescribeClientQuotasRequest => quotas::describe [0, 1] always;
 }
 
 /// The versions of `key` this broker serves.

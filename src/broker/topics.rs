@@ -50,7 +50,8 @@ impl Broker {
             | Response::Each { offset, .. }
             | Response::Partition { offset, .. }
             | Response::Elected { offset, .. }
-            | Response::AclsDeleted { offset, .. } => *offset,
+            | Response::AclsDeleted { offset, .. }
+            | Response::Users { offset, .. } => *offset,
             Response::Failed(e) => return Err(e.clone()),
             _ => 0,
         };
@@ -182,5 +183,19 @@ impl crate::txn::TxnHost for Broker {
 
     fn offsets_marker_written(&self, pid: i64, commit: bool) {
         self.groups.complete_txn(pid, commit);
+    }
+}
+
+impl Broker {
+    /// AlterUserScramCredentials: the controller validates and commits; results per user.
+    pub async fn alter_scram_credentials(
+        &self,
+        deletions: Vec<(String, i8)>,
+        upsertions: Vec<crate::controller::rpc::ScramUpsertion>,
+    ) -> Result<Vec<(String, Result<()>)>> {
+        match self.submit(Request::AlterScram { deletions, upsertions }, None).await? {
+            Response::Users { results, .. } => Ok(results),
+            other => Err(Error::InvalidRequest(format!("unexpected controller answer {other:?}"))),
+        }
     }
 }

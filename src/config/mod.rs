@@ -59,6 +59,30 @@ pub static KEYS: &[KeyDef] = &[
     key!("process.roles", Some("broker,controller"), List, broker, false, "broker, controller, or both (combined mode)."),
     key!("controller.quorum.voters", Some(""), List, broker, false, "The quorum: id@host:port of every voter. Empty: this node alone."),
     key!("controller.listener.names", Some("CONTROLLER"), List, broker, false, "The listener name (in listeners) controllers use."),
+    key!(
+        "sasl.enabled.mechanisms",
+        Some("GSSAPI"),
+        List,
+        broker,
+        false,
+        "SASL mechanisms a SASL listener offers (this build serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)."
+    ),
+    key!(
+        "connections.max.reauth.ms",
+        Some("0"),
+        Long,
+        broker,
+        false,
+        "A SASL session's lifetime before the client must re-authenticate (KIP-368); 0: never."
+    ),
+    key!(
+        "sasl.server.max.receive.size",
+        Some("524288"),
+        Int,
+        broker,
+        false,
+        "The largest frame a connection may send before it is authenticated."
+    ),
     key!("controller.quorum.request.timeout.ms", Some("30000"), Int, broker, false, "How long a metadata change may take."),
     key!("broker.heartbeat.interval.ms", Some("2000"), Int, broker, false, "How often a broker heartbeats to the controller."),
     key!("broker.session.timeout.ms", Some("9000"), Int, broker, false, "Silence after which the controller fences a broker."),
@@ -211,6 +235,14 @@ pub fn broker_key(name: &str) -> Option<&'static KeyDef> {
     KEYS.iter().find(|k| !k.topic && k.name == name)
 }
 
+/// For `listener.name.<listener>.<key>` with a SASL key (`sasl.enabled.mechanisms`,
+/// `connections.max.reauth.ms`, or `<mechanism>.sasl.jaas.config`): the `<key>` part.
+pub fn listener_sasl_key(key: &str) -> Option<&str> {
+    let (_listener, rest) = key.strip_prefix("listener.name.")?.split_once('.')?;
+    let jaas = rest.strip_suffix(".sasl.jaas.config").is_some_and(|m| ["plain", "scram-sha-256", "scram-sha-512"].contains(&m));
+    (jaas || rest == "sasl.enabled.mechanisms" || rest == "connections.max.reauth.ms").then_some(rest)
+}
+
 /// Looks up a topic-level key.
 pub fn topic_key(name: &str) -> Option<&'static KeyDef> {
     KEYS.iter().find(|k| k.topic && k.name == name)
@@ -311,6 +343,14 @@ pub enum Source {
 impl BrokerConfig {
     /// Sets a static key, refusing unknown keys and bad values.
     pub fn set_static(&mut self, key: &str, value: &str) -> Result<(), String> {
+        if let Some(rest) = listener_sasl_key(key) {
+            // A listener's own SASL settings, in Kafka's listener.name.<listener>.<key> form.
+            if let Some(def) = broker_key(rest) {
+                validate(def, value)?;
+            }
+            self.static_set.insert(key.to_string(), value.to_string());
+            return Ok(());
+        }
         let def = broker_key(key).ok_or_else(|| {
             if topic_key(key).is_some() {
                 format!("'{key}' is a topic config; set its broker default instead (e.g. log.{key})")

@@ -12,6 +12,7 @@ pub mod net;
 pub mod quorum;
 pub mod raft_store;
 pub mod rpc;
+mod scram;
 mod topics;
 
 #[cfg(test)]
@@ -131,6 +132,7 @@ impl Controller {
             Request::AlterReassignments { items } => self.alter_reassignments(items).await,
             Request::CreateAcls { acls } => self.create_acls(acls).await,
             Request::DeleteAcls { filters } => self.delete_acls(filters).await,
+            Request::AlterScram { deletions, upsertions } => self.alter_scram(deletions, upsertions).await,
             Request::FetchMetadata { .. } | Request::DescribeQuorum => unreachable!("answered above"),
         };
         match r {

@@ -94,11 +94,34 @@ pub enum Request {
     DeleteAcls {
         filters: Vec<AclFilter>,
     },
+    /// AlterUserScramCredentials: deletions (user, mechanism type), then upsertions.
+    AlterScram {
+        deletions: Vec<(String, i8)>,
+        upsertions: Vec<ScramUpsertion>,
+    },
     DescribeQuorum,
     /// Committed metadata from offset `from` on (for nodes that don't vote).
     FetchMetadata {
         from: u64,
     },
+}
+
+/// One AlterUserScramCredentials upsertion: the client salts and hashes the password,
+/// so only the salted password travels (as in Kafka) and the controller derives the keys.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct ScramUpsertion {
+    pub name: String,
+    pub mechanism: i8,
+    pub iterations: i32,
+    pub salt: Vec<u8>,
+    pub salted_password: Vec<u8>,
+}
+
+/// The salted password stays out of logs.
+impl std::fmt::Debug for ScramUpsertion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ScramUpsertion({}, mechanism {}, {} iterations)", self.name, self.mechanism, self.iterations)
+    }
 }
 
 /// The quorum as DescribeQuorum reports it.
@@ -149,6 +172,11 @@ pub enum Response {
     /// Per DeleteAcls filter: the ACLs it removed.
     AclsDeleted {
         results: Vec<Result<Vec<AclBinding>, Error>>,
+        offset: u64,
+    },
+    /// Per user, in the order the users first appear in the request.
+    Users {
+        results: Vec<(String, Result<(), Error>)>,
         offset: u64,
     },
     Quorum(QuorumInfo),

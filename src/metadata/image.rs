@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::records::{PartitionState, Record};
+use super::records::{PartitionState, Record, ScramCredential, ScramMechanism};
 use crate::auth::Acls;
 
 /// A registered broker.
@@ -52,6 +52,9 @@ pub struct Image {
     /// Every ACL, indexed for the authorizer.
     #[serde(default)]
     pub acls: Acls,
+    /// SCRAM credentials by user, then mechanism (Kafka's `ScramImage`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scram: BTreeMap<String, BTreeMap<ScramMechanism, ScramCredential>>,
 }
 
 impl Image {
@@ -121,7 +124,23 @@ impl Image {
             Record::RemoveAccessControlEntry { id } => {
                 self.acls.remove(*id);
             }
+            Record::UserScramCredential { name, mechanism, credential } => {
+                self.scram.entry(name.clone()).or_default().insert(*mechanism, credential.clone());
+            }
+            Record::RemoveUserScramCredential { name, mechanism } => {
+                if let Some(user) = self.scram.get_mut(name) {
+                    user.remove(mechanism);
+                    if user.is_empty() {
+                        self.scram.remove(name);
+                    }
+                }
+            }
         }
+    }
+
+    /// `user`'s SCRAM credential for `mechanism`.
+    pub fn scram_credential(&self, user: &str, mechanism: ScramMechanism) -> Option<&ScramCredential> {
+        self.scram.get(user)?.get(&mechanism)
     }
 
     fn topic_by_id_mut(&mut self, id: Uuid) -> Option<&mut TopicImage> {
@@ -229,6 +248,15 @@ mod tests {
                     };
                     Record::AccessControlEntry { id: Uuid::from_u64_pair(seed, 2_000_000 + i as u64), acl }
                 }
+                9 if rng.below(2) == 0 => Record::UserScramCredential {
+                    name: format!("u{}", rng.below(4)),
+                    mechanism: ScramMechanism::ALL[rng.below(2) as usize],
+                    credential: ScramCredential { salt: vec![i as u8], stored_key: vec![1], server_key: vec![2], iterations: 4096 },
+                },
+                9 => Record::RemoveUserScramCredential {
+                    name: format!("u{}", rng.below(4)),
+                    mechanism: ScramMechanism::ALL[rng.below(2) as usize],
+                },
                 _ => Record::UnfenceBroker { id: broker, epoch: i as u64 },
             };
             out.push(RecordBatch::new(vec![rec]));

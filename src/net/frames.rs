@@ -35,6 +35,11 @@ impl ReadySource for OwnedReadHalf {
 }
 
 impl<R: ReadySource> FrameReader<R> {
+    /// Changes the largest frame taken from now on (smaller before SASL authentication).
+    pub(crate) fn set_max_frame(&mut self, max_frame: usize) {
+        self.max_frame = max_frame;
+    }
+
     /// Frames of at most `max_frame` bytes (`socket.request.max.bytes`) from `rd`.
     pub(crate) fn new(rd: R, max_frame: usize) -> Self {
         FrameReader { rd, buf: BytesMut::new(), max_frame }

@@ -17,6 +17,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::api;
+use crate::auth::sasl::{Outcome, SaslConfig, SaslSession};
 use crate::broker::Broker;
 use frames::FrameReader;
 pub use quotas::ConnectionLimits;
@@ -27,7 +28,14 @@ const TRIM_CHECK: Duration = Duration::from_secs(1);
 
 /// Accepts connections within `limits` until `shutdown` turns true, then waits (a bounded
 /// time) for open connections to finish the request they are on.
-pub async fn serve(listener: TcpListener, broker: Arc<Broker>, limits: ConnectionLimits, mut shutdown: watch::Receiver<bool>) {
+/// `sasl` is the listener's SASL settings when its protocol is SASL_PLAINTEXT.
+pub async fn serve(
+    listener: TcpListener,
+    broker: Arc<Broker>,
+    limits: ConnectionLimits,
+    sasl: Option<Arc<SaslConfig>>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let quotas = Quotas::new(limits);
     let mut conns = tokio::task::JoinSet::new();
     let mut trim_check = tokio::time::interval(TRIM_CHECK);
@@ -40,8 +48,9 @@ pub async fn serve(listener: TcpListener, broker: Arc<Broker>, limits: Connectio
                     Ok(admitted) => {
                         let broker = broker.clone();
                         let shutdown = shutdown.clone();
+                        let session = sasl.clone().map(SaslSession::new);
                         conns.spawn(async move {
-                            if let Err(e) = connection(stream, broker, shutdown, admitted).await {
+                            if let Err(e) = connection(stream, broker, shutdown, admitted, session).await {
                                 tracing::debug!(%peer, error = %e, "connection closed");
                             }
                         });
@@ -91,6 +100,7 @@ async fn connection(
     broker: Arc<Broker>,
     mut shutdown: watch::Receiver<bool>,
     _admitted: Admitted,
+    mut session: Option<SaslSession>,
 ) -> anyhow::Result<()> {
     stream.set_nodelay(true)?;
     let peer = stream.peer_addr()?.ip();
@@ -100,7 +110,12 @@ async fn connection(
     let mut frames = FrameReader::new(rd, max_frame);
     // Produce requests in flight, oldest first, with the partitions they write.
     let mut inflight: VecDeque<(api::ProduceTargets, JoinHandle<Answer>)> = VecDeque::new();
+    // Who the requests are made as: anonymous until a SASL login says otherwise.
+    let mut principal = api::Principal::anonymous();
     loop {
+        if let Some(s) = &session {
+            frames.set_max_frame(s.max_frame(max_frame));
+        }
         let frame = tokio::select! {
             // Answers leave in request order, each as soon as it and those before it are done.
             done = async {
@@ -121,6 +136,49 @@ async fn connection(
             },
             _ = shutdown.changed() => break,
         };
+        if let Some(s) = session.as_mut() {
+            match sasl_gate(s, &frame, &broker) {
+                Outcome::Pass => {}
+                Outcome::Authenticated { reply, principal: who, .. } => {
+                    match api::Principal::parse(&who) {
+                        Ok(p) => principal = p,
+                        Err(e) => {
+                            tracing::warn!(%peer, error = %e, "SASL gave a principal that does not parse; closing connection");
+                            return Ok(());
+                        }
+                    }
+                    while let Some((_, task)) = inflight.pop_front() {
+                        if !send_answer(&mut wr, joined(task.await)).await? {
+                            return Ok(());
+                        }
+                    }
+                    wr.write_all(&reply).await?;
+                    continue;
+                }
+                Outcome::Reply(reply) => {
+                    // SASL answers keep their place in the order, after what is in flight.
+                    while let Some((_, task)) = inflight.pop_front() {
+                        if !send_answer(&mut wr, joined(task.await)).await? {
+                            return Ok(());
+                        }
+                    }
+                    wr.write_all(&reply).await?;
+                    continue;
+                }
+                Outcome::Close { reply, reason } => {
+                    tracing::info!(%peer, reason = %reason, "SASL authentication failed; closing connection");
+                    while let Some((_, task)) = inflight.pop_front() {
+                        if !send_answer(&mut wr, joined(task.await)).await? {
+                            return Ok(());
+                        }
+                    }
+                    if let Some(r) = reply {
+                        wr.write_all(&r).await?;
+                    }
+                    return Ok(());
+                }
+            }
+        }
         // A request runs once those before it are answered, as in Kafka, except a Produce
         // request writing none of the partitions that the Produce requests in flight write:
         // it starts at once, so one producer's batches for different partitions are copied
@@ -136,12 +194,13 @@ async fn connection(
         match produce {
             Some((t, req)) => {
                 let broker = broker.clone();
-                inflight.push_back((t, tokio::spawn(async move { api::handle_produce(&broker, peer, req).await })));
+                let principal = principal.clone();
+                inflight.push_back((t, tokio::spawn(async move { api::handle_produce_as(&broker, peer, principal, req).await })));
             }
             None => {
                 // Boxed: a handler's state (about 2.5 KB) would otherwise be part of every idle
                 // connection's task; boxed, it exists only while a request runs.
-                let answer = Box::pin(api::handle(&broker, peer, frame)).await;
+                let answer = Box::pin(api::handle_as(&broker, peer, principal.clone(), frame)).await;
                 if !send_answer(&mut wr, answer).await? {
                     return Ok(());
                 }
@@ -155,6 +214,18 @@ async fn connection(
         }
     }
     Ok(())
+}
+
+/// Passes one frame of a connection on a SASL listener through its session, with the
+/// SCRAM credentials of the current metadata image.
+fn sasl_gate(session: &mut SaslSession, frame: &[u8], broker: &Broker) -> Outcome {
+    let img = broker.cluster.image();
+    let lookup = |user: &str, m| img.scram_credential(user, m).cloned();
+    let out = session.on_frame(frame, crate::clock::now_ms(), &lookup);
+    if let Outcome::Authenticated { principal, .. } = &out {
+        tracing::debug!(%principal, "SASL authentication succeeded");
+    }
+    out
 }
 
 /// Whether a request may start while the `busy` Produce requests run: only a Produce request
