@@ -123,3 +123,48 @@ def test_many_failed_logins_leave_the_broker_serving(sasl_broker):
         p.poll(0.3)
         p.flush(0.2)
     produce_and_consume(sasl_broker, "PLAIN", "alice", "alice-secret")
+
+
+def test_sasl_users_are_the_principals_acls_name(tmp_path):
+    """With the authorizer on, what a SASL login says decides: the super user (admin, via
+    PLAIN) grants alice WRITE on a prefix; alice produces there and nowhere else; carol, a
+    SCRAM user with no ACL, is refused the same topic."""
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, ResourcePatternType,
+                                       ResourceType)
+    b = SaslBroker(tmp_path / "sasl-acl", {
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:admin",
+    }, port=free_port())
+    b.start()
+    try:
+        admin = AdminClient(client_conf(b, "PLAIN", "admin", "admin-secret"))
+        topic = f"alice.{uuid.uuid4().hex[:6]}"
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=20)
+        upsert = UserScramCredentialUpsertion("carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
+                                              b"carol-secret")
+        for f in admin.alter_user_scram_credentials([upsert]).values():
+            f.result(timeout=20)
+        acls = [AclBinding(ResourceType.TOPIC, "alice.", ResourcePatternType.PREFIXED, "User:alice", "*", op,
+                           AclPermissionType.ALLOW) for op in (AclOperation.WRITE, AclOperation.DESCRIBE)]
+        for f in admin.create_acls(acls).values():
+            f.result(timeout=20)
+
+        def produce(mechanism, user, password, to):
+            delivered = []
+            p = Producer({**client_conf(b, mechanism, user, password), "message.timeout.ms": 8000})
+            p.produce(to, b"x", on_delivery=lambda err, msg: delivered.append(err))
+            p.flush(15)
+            return delivered
+
+        assert produce("PLAIN", "alice", "alice-secret", topic) == [None]
+        other = f"bob.{uuid.uuid4().hex[:6]}"
+        admin.create_topics([NewTopic(other, 1, 1)])[other].result(timeout=20)
+        errs = produce("PLAIN", "alice", "alice-secret", other)
+        assert len(errs) == 1 and errs[0] is not None and errs[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, errs
+        errs = produce("SCRAM-SHA-256", "carol", "carol-secret", topic)
+        assert len(errs) == 1 and errs[0] is not None and errs[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, errs
+    finally:
+        b.stop()
+    fail_on_invariant_violations([b.stderr_path])
