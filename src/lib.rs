@@ -9,7 +9,7 @@
 //! | layer | modules | holds |
 //! |---|---|---|
 //! | 1 | `clock`, `error`, `config` | time as an input, the one error-to-code mapping, every key with Kafka's defaults and the typed `Settings` |
-//! | 2 | `log` | segments, indexes, cleaner; byte formats (batches, records, control batches, producer state) |
+//! | 2 | `log`, `transport` | segments, indexes, cleaner; byte formats (batches, records, control batches, producer state); TCP or TLS streams, TLS contexts, principals, dialing peers |
 //! | 3 | `metadata` | metadata records, the image, its published snapshots, name rules |
 //! | 4 | `partition` | one partition's replica state and ISR bookkeeping, the replica manager, fetch watchers, the coordinators' interface |
 //! | 5 | `controller` | the Raft metadata quorum and the active controller |
@@ -36,6 +36,7 @@ pub mod metrics;
 pub mod net;
 pub mod partition;
 pub mod replication;
+pub mod transport;
 pub mod txn;
 
 #[cfg(test)]
@@ -44,7 +45,7 @@ mod testing;
 /// The top-level modules, bottom layer first; modules in one layer may not import each other.
 pub const LAYERS: &[&[&str]] = &[
     &["clock", "error", "config", "testing"],
-    &["log"],
+    &["log", "transport"],
     &["metadata"],
     &["partition"],
     &["controller"],

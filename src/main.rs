@@ -8,8 +8,12 @@ use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 
 use sluice::broker::{Broker, Identity};
-use sluice::cluster::Cluster;
+use sluice::cluster::{Cluster, Links};
+use sluice::config::listeners::Listeners;
 use sluice::config::{self, BrokerConfig};
+use sluice::metadata::records::Endpoint;
+use sluice::transport::{tls, Dialer};
+use std::sync::Arc;
 
 #[derive(Parser)]
 #[command(name = "sluice", version, about = "A Kafka wire-protocol compatible broker")]
@@ -67,12 +71,6 @@ struct ServeArgs {
     /// Any config key by its Kafka name, e.g. --set num.partitions=3. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
-}
-
-/// Strips a `NAME://` listener prefix and keeps the first listener.
-fn host_port(listener: &str) -> &str {
-    let first = listener.split(',').next().unwrap_or("").trim();
-    first.split_once("://").map_or(first, |(_, hp)| hp)
 }
 
 fn split_host_port(s: &str) -> anyhow::Result<(String, u16)> {
@@ -140,18 +138,6 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(serve(cfg, started))
 }
 
-/// A `NAME://host:port` listener list, as (name, host:port) pairs.
-fn listeners(list: &str) -> Vec<(String, String)> {
-    list.split(',')
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(|l| match l.split_once("://") {
-            Some((n, hp)) => (n.to_string(), hp.to_string()),
-            None => ("PLAINTEXT".to_string(), l.to_string()),
-        })
-        .collect()
-}
-
 fn resolve(hp: &str) -> anyhow::Result<SocketAddr> {
     let (h, p) = split_host_port(hp)?;
     (h.as_str(), p).to_socket_addrs()?.next().with_context(|| format!("cannot resolve {h}"))
@@ -178,12 +164,21 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
     let data_dir = PathBuf::from(cfg.get("log.dirs").split(',').next().unwrap_or("./data").trim());
     std::fs::create_dir_all(&data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
     let voters = parse_voters(&cfg.get("controller.quorum.voters"))?;
-    let controller_names: Vec<String> = cfg.get("controller.listener.names").split(',').map(|s| s.trim().to_string()).collect();
-    let all_listeners = listeners(&cfg.get("listeners"));
-    let client_listener = all_listeners.iter().find(|(n, _)| !controller_names.contains(n)).map(|(_, hp)| hp.clone());
-    let controller_addr = match all_listeners.iter().find(|(n, _)| controller_names.contains(n)) {
-        Some((_, hp)) => Some(resolve(hp)?),
+    let listeners = Listeners::from_config(&cfg, is_broker, is_controller).map_err(anyhow::Error::msg)?;
+    // Without a controller listener in `listeners`, a voter serves the quorum on its own
+    // address in controller.quorum.voters (Sluice's shorthand; Kafka wants it listed).
+    let controller_addr = match listeners.controller_listener() {
+        Some(l) => Some(resolve(&l.address())?),
         None => voters.get(&node_id).copied(),
+    };
+    let controller_name = listeners.controller_listener().map_or(listeners.controller_names[0].clone(), |l| l.name.clone());
+    let links = Links {
+        controller: Dialer::for_listener(&cfg, &listeners.controller_names[0], listeners.controller_protocol)?,
+        inter_broker: if is_broker {
+            Dialer::for_listener(&cfg, &listeners.inter_broker, listeners.inter_broker_protocol)?
+        } else {
+            Dialer::plaintext()
+        },
     };
     let connection_limits = sluice::net::ConnectionLimits::from_config(&cfg).map_err(anyhow::Error::msg)?;
     if voters.is_empty() && !(is_broker && is_controller) {
@@ -197,13 +192,23 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
     }
     // Bound first, as Kafka's socket server is: a client that connects while the node
     // starts waits in the backlog for its answer instead of being refused.
-    let client_listener = match (&client_listener, is_broker) {
-        (Some(listen), true) => {
-            let addr = resolve(listen)?;
-            Some(tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?)
+    let mut serving = Vec::new();
+    if is_broker {
+        for l in listeners.broker_listeners() {
+            let addr = resolve(&l.address())?;
+            let socket = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr} ({})", l.name))?;
+            let tls = if l.protocol.tls() { Some(Arc::new(tls::server(&cfg, &l.name)?)) } else { None };
+            if l.protocol.sasl() {
+                tracing::warn!(
+                    listener = %l.name,
+                    "{} listener: SASL authentication is not implemented yet, so its clients can send only ApiVersions before they are closed",
+                    l.protocol
+                );
+            }
+            let session = Arc::new(sluice::api::Session::anonymous(&l.name, l.protocol));
+            serving.push((l.name.clone(), sluice::net::Listening { socket, session, tls }));
         }
-        _ => None,
-    };
+    }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
 
     // The controller quorum member, if this node votes (alone, with no voters configured).
@@ -214,7 +219,7 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
         let mut peers = HashMap::new();
         for (id, addr) in &voters {
             if *id != node_id {
-                peers.insert(*id as u64, sluice::controller::net::peer_sender(*addr));
+                peers.insert(*id as u64, sluice::controller::net::peer_sender(*addr, links.controller.clone()));
             }
         }
         let quorum = sluice::controller::driver::Quorum::start(
@@ -234,7 +239,8 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
         }
         if let Some(addr) = controller_addr.filter(|_| !voters.is_empty()) {
             let l = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr} (controller)"))?;
-            tokio::spawn(sluice::controller::net::serve(l, c.clone(), stop_rx.clone()));
+            let tls = if listeners.controller_protocol.tls() { Some(Arc::new(tls::server(&cfg, &controller_name)?)) } else { None };
+            tokio::spawn(sluice::controller::net::serve(l, c.clone(), tls, stop_rx.clone()));
         }
         let ticker = c.clone();
         let mut stop = stop_rx.clone();
@@ -267,16 +273,31 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
         return Ok(());
     }
 
-    let listener = client_listener.context("no client listener in listeners")?;
-    let bound = listener.local_addr()?;
-    let (adv_host, adv_port) = split_host_port(host_port(&cfg.get("advertised.listeners")))?;
-    let adv_port = if adv_port == 0 { bound.port() } else { adv_port };
-    let adv_host = if adv_host == "0.0.0.0" { "127.0.0.1".to_string() } else { adv_host };
+    if serving.is_empty() {
+        bail!("no client listener in listeners");
+    }
+    // What this broker registers: every listener's advertised address, with the port it
+    // was bound to where the config says 0, and a host to dial where it names none.
+    let mut endpoints = Vec::new();
+    for a in &listeners.advertised {
+        let bound = serving.iter().find(|(n, _)| *n == a.name).map(|(_, l)| l.socket.local_addr()).transpose()?;
+        let port = match (a.port, bound) {
+            (0, Some(b)) => b.port(),
+            (p, _) => p,
+        };
+        let host = if a.host.is_empty() || a.host == "0.0.0.0" { "127.0.0.1".to_string() } else { a.host.clone() };
+        endpoints.push(Endpoint { listener: a.name.clone(), host, port: port as i32, security_protocol: a.protocol });
+    }
+    let inter = endpoints.iter().find(|e| e.listener == listeners.inter_broker).context("no inter-broker endpoint")?.clone();
+    let (adv_host, adv_port) = (inter.host.clone(), inter.port as u16);
+    let shown: Vec<String> = endpoints.iter().map(|e| format!("{}://{}:{}", e.listener, e.host, e.port)).collect();
+    let addrs: Vec<String> = serving.iter().map(|(_, l)| l.socket.local_addr().map(|a| a.to_string()).unwrap_or_default()).collect();
+    let names: Vec<String> = serving.iter().map(|(n, _)| n.clone()).collect();
 
     let cluster = match &controller {
-        Some(c) => Cluster::voter(node_id, voters.clone(), c.clone()),
+        Some(c) => Cluster::voter(node_id, voters.clone(), c.clone(), links.clone()),
         None => {
-            let cl = Cluster::observer(node_id, voters.clone());
+            let cl = Cluster::observer(node_id, voters.clone(), links.clone());
             tokio::spawn(cl.clone().follow_metadata(stop_rx.clone()));
             cl
         }
@@ -294,7 +315,7 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
     let broker = Broker::open(identity, cfg.clone(), cluster.clone())?;
     let rack = Some(cfg.get("broker.rack")).filter(|r| !r.is_empty());
     let interval = std::time::Duration::from_millis(cfg.get_i64("broker.heartbeat.interval.ms").max(10) as u64);
-    tokio::spawn(cluster.clone().run_membership(adv_host, adv_port as i32, rack, interval, stop_rx.clone()));
+    tokio::spawn(cluster.clone().run_membership(adv_host, adv_port as i32, endpoints, rack, interval, stop_rx.clone()));
     tokio::spawn(broker.clone().follow_image(stop_rx.clone()));
     let mut caught_up = cluster.caught_up();
     let _ = caught_up.wait_for(|c| *c).await;
@@ -307,12 +328,15 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
         tracing::info!("metrics on http://{}/metrics", l.local_addr()?);
         tokio::spawn(sluice::metrics::serve(l, broker.clone(), stop_rx.clone()));
     }
-    let server = tokio::spawn(sluice::net::serve(listener, broker.clone(), connection_limits, stop_rx.clone()));
+    let sockets = serving.into_iter().map(|(_, l)| l).collect();
+    let server = tokio::spawn(sluice::net::serve(sockets, broker.clone(), connection_limits, stop_rx.clone()));
     let background = tokio::spawn(broker.clone().run_background(stop_rx.clone()));
     tracing::info!(
-        "sluice ready: serving Kafka on {bound} (advertised {}:{}), node {node_id}, data {}, cluster {}, started in {} ms",
-        broker.identity.host,
-        broker.identity.port,
+        // Tools read the first address after "serving Kafka on": keep it HOST:PORT.
+        "sluice ready: serving Kafka on {} (listeners {}; advertised {}), node {node_id}, data {}, cluster {}, started in {} ms",
+        addrs.join(","),
+        names.join(","),
+        shown.join(","),
         data_dir.display(),
         broker.cluster_id,
         started.elapsed().as_millis()

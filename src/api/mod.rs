@@ -24,6 +24,7 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::broker::Broker;
+use crate::config::listeners::SecurityProtocol;
 
 /// Why a connection has to close instead of answering.
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +53,25 @@ impl Chunk {
     }
 }
 
+/// What a connection is: the listener it came in on, how it is secured, and who is on it.
+/// One per connection (shared by a listener's plain connections), fixed once the
+/// connection's handshake is over.
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// Upper case, as in `listeners`: Metadata answers with the brokers' addresses on it.
+    pub listener: Arc<str>,
+    pub security_protocol: SecurityProtocol,
+    /// `User:<name>`: from the client certificate on SSL, else `User:ANONYMOUS`.
+    pub principal: Arc<str>,
+}
+
+impl Session {
+    /// An unauthenticated connection on `listener`.
+    pub fn anonymous(listener: &str, security_protocol: SecurityProtocol) -> Session {
+        Session { listener: listener.into(), security_protocol, principal: crate::transport::principal::ANONYMOUS.into() }
+    }
+}
+
 /// What every handler gets besides its request.
 pub struct Ctx<'a> {
     pub broker: &'a Arc<Broker>,
@@ -59,6 +79,25 @@ pub struct Ctx<'a> {
     pub client_id: String,
     /// The peer, as `/ip` the way Kafka shows client hosts.
     pub client_host: String,
+    /// The listener the request came in on.
+    pub listener: Arc<str>,
+    pub security_protocol: SecurityProtocol,
+    /// `User:<name>`, as Kafka's `KafkaPrincipal` prints.
+    pub principal: String,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(broker: &'a Arc<Broker>, session: &Session, version: i16, client_id: String, peer: std::net::IpAddr) -> Ctx<'a> {
+        Ctx {
+            broker,
+            version,
+            client_id,
+            client_host: format!("/{peer}"),
+            listener: session.listener.clone(),
+            security_protocol: session.security_protocol,
+            principal: session.principal.to_string(),
+        }
+    }
 }
 
 macro_rules! apis {
@@ -184,12 +223,12 @@ pub fn parse_frame(mut frame: Bytes) -> Result<Result<Parsed, BytesMut>, ConnErr
 
 /// Handles one request frame (without its length prefix). Returns the response frame
 /// (with its length prefix), or None when the request wants no answer (acks=0).
-pub async fn handle(broker: &Arc<Broker>, peer: std::net::IpAddr, frame: Bytes) -> Result<Option<Vec<Chunk>>, ConnError> {
+pub async fn handle(broker: &Arc<Broker>, session: &Session, peer: std::net::IpAddr, frame: Bytes) -> Result<Option<Vec<Chunk>>, ConnError> {
     let mut req = match parse_frame(frame)? {
         Ok(p) => p,
         Err(ready) => return Ok(Some(vec![Chunk::Bytes(ready.freeze())])),
     };
-    let ctx = Ctx { broker, version: req.version, client_id: std::mem::take(&mut req.client_id), client_host: format!("/{peer}") };
+    let ctx = Ctx::new(broker, session, req.version, std::mem::take(&mut req.client_id), peer);
     if req.api == ApiKey::Fetch {
         // Fetch has its own encoder so records go from file to socket untouched.
         let fetch =
@@ -256,10 +295,15 @@ pub fn decode_produce(frame: &Bytes) -> Option<(ProduceTargets, DecodedProduce)>
 }
 
 /// [`handle`] for a Produce request already decoded.
-pub async fn handle_produce(broker: &Arc<Broker>, peer: std::net::IpAddr, d: DecodedProduce) -> Result<Option<Vec<Chunk>>, ConnError> {
+pub async fn handle_produce(
+    broker: &Arc<Broker>,
+    session: &Session,
+    peer: std::net::IpAddr,
+    d: DecodedProduce,
+) -> Result<Option<Vec<Chunk>>, ConnError> {
     let DecodedProduce { parsed, req } = d;
     let version = parsed.version;
-    let ctx = Ctx { broker, version, client_id: parsed.client_id, client_host: format!("/{peer}") };
+    let ctx = Ctx::new(broker, session, version, parsed.client_id, peer);
     let Some(resp) = produce::handle(&ctx, req).await else {
         return Ok(None);
     };

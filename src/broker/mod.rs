@@ -91,6 +91,7 @@ impl Broker {
             partitions: s.transaction_state_log_num_partitions,
         });
         let replication = crate::replication::Replication::new(identity.node_id, cluster.clone());
+        let peers = peer::Peers::new(cluster.links.inter_broker.clone());
         let broker = Broker {
             groups,
             txns,
@@ -103,7 +104,7 @@ impl Broker {
             replicas: ReplicaManager::default(),
             reconciling: Mutex::new(()),
             replication,
-            peers: Default::default(),
+            peers,
         };
         // Reconciling also loads the group and transaction state of the partitions led here.
         broker.reconcile(clean);

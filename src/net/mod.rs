@@ -1,16 +1,24 @@
-//! The listener and the per-connection loop. Each connection handles one request
+//! The listeners and the per-connection loop. Each connection handles one request
 //! at a time, as Kafka does, except Produce requests to distinct partitions, which run
 //! side by side; responses always leave in request order.
+//!
+//! Plain listeners send records from segment files with `sendfile`; on TLS listeners the
+//! connection loop is the same code over a TLS stream, and file ranges are read and then
+//! written through TLS (the kernel cannot encrypt what it sends from the page cache
+//! without kTLS).
 
 mod frames;
 mod memory;
 mod quotas;
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::net::IpAddr;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -18,16 +26,42 @@ use tokio::task::JoinHandle;
 
 use crate::api;
 use crate::broker::Broker;
-use frames::FrameReader;
+use crate::transport::principal;
+use crate::transport::tls::ServerTls;
+use frames::{FrameReader, Source, Streamed};
 pub use quotas::ConnectionLimits;
 use quotas::{Admitted, Quotas};
 
 /// How often the accept loop looks at whether a trim of freed memory is due.
 const TRIM_CHECK: Duration = Duration::from_secs(1);
 
-/// Accepts connections within `limits` until `shutdown` turns true, then waits (a bounded
-/// time) for open connections to finish the request they are on.
-pub async fn serve(listener: TcpListener, broker: Arc<Broker>, limits: ConnectionLimits, mut shutdown: watch::Receiver<bool>) {
+/// How long a client may take over its TLS handshake before its connection is closed.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One listener's socket, what its connections are, and its TLS server side if SSL.
+pub struct Listening {
+    pub socket: TcpListener,
+    /// Copied into every connection; the principal is replaced once a client authenticates.
+    pub session: Arc<api::Session>,
+    pub tls: Option<Arc<ServerTls>>,
+}
+
+/// The next connection on any of the listeners, with the listener's index.
+fn accept_any(listeners: &[Listening]) -> impl Future<Output = (usize, std::io::Result<(TcpStream, std::net::SocketAddr)>)> + '_ {
+    std::future::poll_fn(move |cx| {
+        for (i, l) in listeners.iter().enumerate() {
+            if let Poll::Ready(r) = l.socket.poll_accept(cx) {
+                return Poll::Ready((i, r));
+            }
+        }
+        Poll::Pending
+    })
+}
+
+/// Accepts connections on every listener within `limits` (counted across all of them)
+/// until `shutdown` turns true, then waits (a bounded time) for open connections to finish
+/// the request they are on.
+pub async fn serve(listeners: Vec<Listening>, broker: Arc<Broker>, limits: ConnectionLimits, mut shutdown: watch::Receiver<bool>) {
     let quotas = Quotas::new(limits);
     let mut conns = tokio::task::JoinSet::new();
     let mut trim_check = tokio::time::interval(TRIM_CHECK);
@@ -35,23 +69,32 @@ pub async fn serve(listener: TcpListener, broker: Arc<Broker>, limits: Connectio
     loop {
         tokio::select! {
             // As Kafka's acceptor: at max.connections, take no connection until one closes.
-            accepted = async { (quotas.wait_for_slot().await, listener.accept().await) } => match accepted {
-                (slot, Ok((stream, peer))) => match quotas.admit(slot, peer.ip()) {
+            accepted = async { (quotas.wait_for_slot().await, accept_any(&listeners).await) } => match accepted {
+                (slot, (i, Ok((stream, peer)))) => match quotas.admit(slot, peer.ip()) {
                     Ok(admitted) => {
                         let broker = broker.clone();
                         let shutdown = shutdown.clone();
-                        conns.spawn(async move {
-                            if let Err(e) = connection(stream, broker, shutdown, admitted).await {
-                                tracing::debug!(%peer, error = %e, "connection closed");
-                            }
-                        });
+                        let session = listeners[i].session.clone();
+                        match listeners[i].tls.clone() {
+                            None => conns.spawn(async move {
+                                if let Err(e) = plain(stream, session, broker, shutdown, admitted).await {
+                                    tracing::debug!(%peer, error = %e, "connection closed");
+                                }
+                            }),
+                            // Boxed: only TLS connections carry the TLS state in their task.
+                            Some(tls) => conns.spawn(async move {
+                                if let Err(e) = Box::pin(secured(stream, tls, session, broker, shutdown, admitted)).await {
+                                    tracing::debug!(%peer, error = %e, "connection closed");
+                                }
+                            }),
+                        };
                     }
                     Err(max) => {
                         tracing::info!(%peer, "rejected connection: the address already has the configured maximum of {max} connections (max.connections.per.ip)");
                         drop(stream);
                     }
                 },
-                (_, Err(e)) => {
+                (_, (_, Err(e))) => {
                     tracing::warn!(error = %e, "accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
@@ -73,7 +116,7 @@ pub async fn serve(listener: TcpListener, broker: Arc<Broker>, limits: Connectio
             _ = shutdown.changed() => break,
         }
     }
-    drop(listener);
+    drop(listeners);
     let drain = async { while conns.join_next().await.is_some() {} };
     if tokio::time::timeout(Duration::from_secs(5), drain).await.is_err() {
         tracing::warn!("connections still busy after 5 s; shutting down anyway");
@@ -85,19 +128,86 @@ const MAX_SIDE_BY_SIDE: usize = 5;
 
 type Answer = Result<Option<Vec<api::Chunk>>, api::ConnError>;
 
-/// Serves one connection; `_admitted` holds its place in the connection counts until it ends.
-async fn connection(
+/// Serves one plain TCP connection; `admitted` holds its place in the connection counts.
+async fn plain(
     stream: TcpStream,
+    session: Arc<api::Session>,
+    broker: Arc<Broker>,
+    shutdown: watch::Receiver<bool>,
+    admitted: Admitted,
+) -> anyhow::Result<()> {
+    stream.set_nodelay(true)?;
+    let peer = stream.peer_addr()?.ip();
+    let (rd, wr) = stream.into_split();
+    connection(rd, wr, peer, session, broker, shutdown, admitted).await
+}
+
+/// Serves one TLS connection: the handshake (a failed one closes only this connection),
+/// the principal of the client certificate, then the same loop as a plain connection.
+async fn secured(
+    stream: TcpStream,
+    tls: Arc<ServerTls>,
+    session: Arc<api::Session>,
+    broker: Arc<Broker>,
+    shutdown: watch::Receiver<bool>,
+    admitted: Admitted,
+) -> anyhow::Result<()> {
+    stream.set_nodelay(true)?;
+    let peer = stream.peer_addr()?.ip();
+    let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.acceptor.accept(stream)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            tracing::info!(%peer, listener = %session.listener, error = %e, "TLS handshake failed; closing that connection");
+            return Ok(());
+        }
+        Err(_) => {
+            tracing::info!(%peer, listener = %session.listener, "no TLS handshake within {HANDSHAKE_TIMEOUT:?}; closing that connection");
+            return Ok(());
+        }
+    };
+    let session = match stream.get_ref().1.peer_certificates().and_then(|c| c.first()) {
+        None => session,
+        Some(cert) => {
+            let Some(dn) = principal::subject_dn(cert) else {
+                tracing::info!(%peer, "the client certificate's subject does not parse; closing that connection");
+                return Ok(());
+            };
+            let Some(name) = tls.mapper.map(&dn) else {
+                tracing::info!(%peer, %dn, "no rule of ssl.principal.mapping.rules applies to the client certificate; closing that connection");
+                return Ok(());
+            };
+            Arc::new(api::Session { principal: format!("User:{name}").into(), ..(*session).clone() })
+        }
+    };
+    let (rd, wr) = tokio::io::split(stream);
+    connection(Streamed(rd), wr, peer, session, broker, shutdown, admitted).await
+}
+
+/// Whether a request may come before SASL authentication: ApiVersions, SaslHandshake and
+/// SaslAuthenticate, as Kafka allows.
+fn allowed_before_sasl(frame: &bytes::Bytes) -> bool {
+    frame.len() >= 2 && matches!(i16::from_be_bytes([frame[0], frame[1]]), 17 | 18 | 36)
+}
+
+/// Serves one connection's requests; `_admitted` holds its place in the connection counts
+/// until it ends.
+async fn connection<R: Source, W: Sink>(
+    rd: R,
+    mut wr: W,
+    peer: IpAddr,
+    session: Arc<api::Session>,
     broker: Arc<Broker>,
     mut shutdown: watch::Receiver<bool>,
     _admitted: Admitted,
 ) -> anyhow::Result<()> {
-    stream.set_nodelay(true)?;
-    let peer = stream.peer_addr()?.ip();
     let max_frame = broker.settings().socket_request_max_bytes;
-    let (rd, mut wr) = stream.into_split();
     // Reading is cancel-safe, so it can race the answers below without cutting a frame short.
     let mut frames = FrameReader::new(rd, max_frame);
+    // The SASL exchange is not built yet: a SASL listener's connection stays
+    // unauthenticated, so it may send only what Kafka allows before authentication (the
+    // SASL requests themselves are then refused as unsupported), and is never served as
+    // if it had logged in.
+    let unauthenticated = session.security_protocol.sasl();
     // Produce requests in flight, oldest first, with the partitions they write.
     let mut inflight: VecDeque<(api::ProduceTargets, JoinHandle<Answer>)> = VecDeque::new();
     loop {
@@ -121,6 +231,10 @@ async fn connection(
             },
             _ = shutdown.changed() => break,
         };
+        if unauthenticated && !allowed_before_sasl(&frame) {
+            tracing::info!(%peer, listener = %session.listener, "a request before SASL authentication (not supported yet); closing that connection");
+            break;
+        }
         // A request runs once those before it are answered, as in Kafka, except a Produce
         // request writing none of the partitions that the Produce requests in flight write:
         // it starts at once, so one producer's batches for different partitions are copied
@@ -136,12 +250,13 @@ async fn connection(
         match produce {
             Some((t, req)) => {
                 let broker = broker.clone();
-                inflight.push_back((t, tokio::spawn(async move { api::handle_produce(&broker, peer, req).await })));
+                let session = session.clone();
+                inflight.push_back((t, tokio::spawn(async move { api::handle_produce(&broker, &session, peer, req).await })));
             }
             None => {
                 // Boxed: a handler's state (about 2.5 KB) would otherwise be part of every idle
                 // connection's task; boxed, it exists only while a request runs.
-                let answer = Box::pin(api::handle(&broker, peer, frame)).await;
+                let answer = Box::pin(api::handle(&broker, &session, peer, frame)).await;
                 if !send_answer(&mut wr, answer).await? {
                     return Ok(());
                 }
@@ -174,16 +289,58 @@ fn joined(r: Result<Answer, tokio::task::JoinError>) -> Answer {
     })
 }
 
+/// Where a connection's answers go: a socket that sends file ranges itself, or a stream
+/// (TLS) that file ranges are copied into.
+trait Sink: AsyncWrite + Unpin + Send {
+    fn send_file<'a>(&'a mut self, slice: &'a crate::log::FileSlice) -> impl Future<Output = std::io::Result<()>> + Send + 'a;
+}
+
+impl Sink for OwnedWriteHalf {
+    async fn send_file<'a>(&'a mut self, slice: &'a crate::log::FileSlice) -> std::io::Result<()> {
+        send_file(self, slice).await
+    }
+}
+
+impl<S: tokio::io::AsyncRead + AsyncWrite + Unpin + Send> Sink for tokio::io::WriteHalf<S> {
+    async fn send_file<'a>(&'a mut self, slice: &'a crate::log::FileSlice) -> std::io::Result<()> {
+        copy_file(self, slice).await
+    }
+}
+
+/// Bytes of a segment file read at a time for a TLS connection.
+const COPY_CHUNK: usize = 64 * 1024;
+
+/// Copies a range of a segment file into `wr` (for TLS). The reads come from the page
+/// cache, where the fetch just found the records.
+async fn copy_file<W: AsyncWrite + Unpin>(wr: &mut W, slice: &crate::log::FileSlice) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; slice.len.min(COPY_CHUNK)];
+    let mut done = 0usize;
+    while done < slice.len {
+        let n = (slice.len - done).min(buf.len());
+        match slice.file.read_at(&mut buf[..n], slice.pos + done as u64)? {
+            0 => return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "segment file shrank during a fetch")),
+            got => {
+                wr.write_all(&buf[..got]).await?;
+                done += got;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Writes an answer; false when the connection is to be closed.
-async fn send_answer(wr: &mut OwnedWriteHalf, answer: Answer) -> anyhow::Result<bool> {
+async fn send_answer<W: Sink>(wr: &mut W, answer: Answer) -> anyhow::Result<bool> {
     match answer {
         Ok(Some(chunks)) => {
             for c in chunks {
                 match c {
                     api::Chunk::Bytes(b) => wr.write_all(&b).await?,
-                    api::Chunk::File(f) => send_file(wr, &f).await?,
+                    api::Chunk::File(f) => wr.send_file(&f).await?,
                 }
             }
+            // A TLS stream holds the last records until flushed; a socket has nothing to flush.
+            wr.flush().await?;
             Ok(true)
         }
         Ok(None) => Ok(true),
