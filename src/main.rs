@@ -172,8 +172,14 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
         None => voters.get(&node_id).copied(),
     };
     let controller_name = listeners.controller_listener().map_or(listeners.controller_names[0].clone(), |l| l.name.clone());
+    let controller_protocol = if voters.is_empty() && listeners.controller_listener().is_none() {
+        // One node alone: there is no controller traffic to secure.
+        sluice::config::listeners::SecurityProtocol::Plaintext
+    } else {
+        listeners.controller_protocol().map_err(anyhow::Error::msg)?
+    };
     let links = Links {
-        controller: Dialer::for_listener(&cfg, &listeners.controller_names[0], listeners.controller_protocol)?,
+        controller: Dialer::for_listener(&cfg, &listeners.controller_names[0], controller_protocol)?,
         inter_broker: if is_broker {
             Dialer::for_listener(&cfg, &listeners.inter_broker, listeners.inter_broker_protocol)?
         } else {
@@ -239,7 +245,7 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
         }
         if let Some(addr) = controller_addr.filter(|_| !voters.is_empty()) {
             let l = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr} (controller)"))?;
-            let tls = if listeners.controller_protocol.tls() { Some(Arc::new(tls::server(&cfg, &controller_name)?)) } else { None };
+            let tls = if controller_protocol.tls() { Some(Arc::new(tls::server(&cfg, &controller_name)?)) } else { None };
             tokio::spawn(sluice::controller::net::serve(l, c.clone(), tls, stop_rx.clone()));
         }
         let ticker = c.clone();

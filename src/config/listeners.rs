@@ -99,7 +99,9 @@ pub struct Listeners {
     pub inter_broker_protocol: SecurityProtocol,
     /// `controller.listener.names`; the first is the one this node dials controllers on.
     pub controller_names: Vec<String>,
-    pub controller_protocol: SecurityProtocol,
+    /// The first controller listener's protocol; None when the map has no entry for it,
+    /// which only a node that talks to a quorum must have (see [`Listeners::controller_protocol`]).
+    pub controller_protocol: Option<SecurityProtocol>,
 }
 
 /// Kafka's default `listener.security.protocol.map`.
@@ -219,9 +221,7 @@ impl Listeners {
                 )));
             }
         }
-        let controller_protocol = *map.get(&controller_names[0]).ok_or_else(|| {
-            ListenerError(format!("No security protocol defined for listener {} (controller.listener.names)", controller_names[0]))
-        })?;
+        let controller_protocol = map.get(&controller_names[0]).copied();
 
         let advertised = if explicitly_set(cfg, "advertised.listeners") {
             let raw_adv = cfg.get("advertised.listeners");
@@ -287,6 +287,15 @@ impl Listeners {
             )));
         }
         Ok(Listeners { bind, advertised, inter_broker, inter_broker_protocol, controller_names, controller_protocol })
+    }
+
+    /// The controller listener's protocol, for a node that serves or dials the quorum: as
+    /// in Kafka, its name must be in the protocol map (a single node with no voters has no
+    /// controller traffic, so Sluice asks only then).
+    pub fn controller_protocol(&self) -> Result<SecurityProtocol, ListenerError> {
+        self.controller_protocol.ok_or_else(|| {
+            ListenerError(format!("No security protocol defined for listener {} (controller.listener.names)", self.controller_names[0]))
+        })
     }
 
     /// The listener serving controller traffic on this node, if `listeners` has one.

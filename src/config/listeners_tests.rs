@@ -18,7 +18,7 @@ fn the_default_is_one_plaintext_listener_for_everything() {
     assert_eq!(l.bind.len(), 1);
     assert_eq!((l.bind[0].name.as_str(), l.bind[0].protocol), ("PLAINTEXT", SecurityProtocol::Plaintext));
     assert_eq!(l.inter_broker, "PLAINTEXT");
-    assert_eq!(l.controller_protocol, SecurityProtocol::Plaintext, "KRaft's implicit CONTROLLER:PLAINTEXT");
+    assert_eq!(l.controller_protocol, Some(SecurityProtocol::Plaintext), "KRaft's implicit CONTROLLER:PLAINTEXT");
     assert!(l.controller_listener().is_none());
 }
 
@@ -36,7 +36,7 @@ fn named_listeners_map_to_protocols_and_pick_their_roles() {
     )
     .unwrap();
     assert_eq!(l.controller_listener().map(|c| c.port), Some(9093));
-    assert_eq!(l.controller_protocol, SecurityProtocol::Ssl);
+    assert_eq!(l.controller_protocol, Some(SecurityProtocol::Ssl));
     assert_eq!((l.inter_broker.as_str(), l.inter_broker_protocol), ("INTERNAL", SecurityProtocol::Plaintext));
     let adv: Vec<(&str, &str, u16)> = l.advertised.iter().map(|a| (a.name.as_str(), a.host.as_str(), a.port)).collect();
     assert_eq!(adv, [("CLIENT", "broker-1.example", 19092), ("INTERNAL", "127.0.0.1", 9094)]);
@@ -59,7 +59,8 @@ fn kafkas_startup_errors() {
     assert!(err(&[("listener.security.protocol.map", "PLAINTEXT:TLS")]).contains("not one of"));
     assert!(err(&[("controller.listener.names", "")]).contains("at least one"));
     // An explicit map must name the controller listener: Kafka adds CONTROLLER:PLAINTEXT only to its default map.
-    assert!(err(&[("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT")]).contains("CONTROLLER"));
+    let l = Listeners::from_config(&cfg(&[("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT")]), true, true).unwrap();
+    assert!(l.controller_protocol().unwrap_err().0.contains("CONTROLLER"));
     // With SSL in use, neither does the default map.
     assert!(err(&[("listeners", "SSL://:9093,CONTROLLER://:9094"), ("security.inter.broker.protocol", "SSL")]).contains("CONTROLLER"));
     let broker_only = cfg(&[("listeners", "PLAINTEXT://:9092,CONTROLLER://:9093")]);

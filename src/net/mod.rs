@@ -176,6 +176,7 @@ async fn secured(
                 tracing::info!(%peer, %dn, "no rule of ssl.principal.mapping.rules applies to the client certificate; closing that connection");
                 return Ok(());
             };
+            tracing::debug!(%peer, listener = %session.listener, principal = %format!("User:{name}"), "TLS client certificate accepted");
             Arc::new(api::Session { principal: format!("User:{name}").into(), ..(*session).clone() })
         }
     };
