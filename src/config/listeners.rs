@@ -272,7 +272,9 @@ impl Listeners {
         } else {
             let p = SecurityProtocol::parse(&cfg.get("security.inter.broker.protocol"))
                 .map_err(|e| ListenerError(format!("security.inter.broker.protocol: {e}")))?;
-            (p.name().to_string(), p)
+            // The listener named after the protocol is secured as the map says (a map of
+            // PLAINTEXT:SSL makes the PLAINTEXT listener, and so the brokers' links, TLS).
+            (p.name().to_string(), map.get(p.name()).copied().unwrap_or(p))
         };
         if is_ctl(&inter_broker) {
             return Err(ListenerError(format!(
