@@ -50,11 +50,8 @@ pub(crate) fn topic_entry(broker: &Broker, t: &Topic, listener: &str, version: i
 /// clients are told is the controller.
 fn live_brokers(broker: &Broker, listener: &str) -> (Vec<(i32, String, i32, Option<String>)>, i32) {
     let img = broker.cluster.image();
-    let live: Vec<_> = img
-        .live_brokers()
-        .iter()
-        .filter_map(|b| b.endpoint(listener).map(|(h, p)| (b.id, h.to_string(), p, b.rack.clone())))
-        .collect();
+    let live: Vec<_> =
+        img.live_brokers().iter().filter_map(|b| b.endpoint(listener).map(|(h, p)| (b.id, h.to_string(), p, b.rack.clone()))).collect();
     let controller = controller_id(broker.identity.node_id, img.is_live(broker.identity.node_id), &live);
     (live, controller)
 }

@@ -223,7 +223,12 @@ pub fn parse_frame(mut frame: Bytes) -> Result<Result<Parsed, BytesMut>, ConnErr
 
 /// Handles one request frame (without its length prefix). Returns the response frame
 /// (with its length prefix), or None when the request wants no answer (acks=0).
-pub async fn handle(broker: &Arc<Broker>, session: &Session, peer: std::net::IpAddr, frame: Bytes) -> Result<Option<Vec<Chunk>>, ConnError> {
+pub async fn handle(
+    broker: &Arc<Broker>,
+    session: &Session,
+    peer: std::net::IpAddr,
+    frame: Bytes,
+) -> Result<Option<Vec<Chunk>>, ConnError> {
     let mut req = match parse_frame(frame)? {
         Ok(p) => p,
         Err(ready) => return Ok(Some(vec![Chunk::Bytes(ready.freeze())])),

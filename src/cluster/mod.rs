@@ -14,9 +14,9 @@ use crate::controller::rpc::{Request, Response};
 use crate::controller::{net, Controller};
 use crate::error::{Error, Result};
 use crate::metadata::image::Image;
+use crate::metadata::published::Published;
 use crate::metadata::records::Endpoint;
 use crate::transport::Dialer;
-use crate::metadata::published::Published;
 
 pub mod peer;
 

@@ -177,7 +177,10 @@ pub fn parse_list(key: &str, value: &str, map: &BTreeMap<String, SecurityProtoco
 fn check_distinct(key: &str, list: &[Listener], value: &str) -> Result<(), ListenerError> {
     for (i, a) in list.iter().enumerate() {
         if list[..i].iter().any(|b| b.name == a.name) {
-            return Err(ListenerError(format!("Each listener must have a different name, {key}: {value} (listener {} is named twice)", a.name)));
+            return Err(ListenerError(format!(
+                "Each listener must have a different name, {key}: {value} (listener {} is named twice)",
+                a.name
+            )));
         }
     }
     let mut by_port: BTreeMap<u16, Vec<&Listener>> = BTreeMap::new();

@@ -81,7 +81,14 @@ pub static KEYS: &[KeyDef] = &[
     key!("ssl.truststore.password", None, String, broker, false, "The PKCS12 truststore's password."),
     key!("ssl.truststore.certificates", None, String, broker, false, "Inline PEM trusted certificates (ssl.truststore.type=PEM)."),
     key!("ssl.client.auth", Some("none"), String, broker, false, "none, requested or required: client certificates on SSL listeners."),
-    key!("ssl.principal.mapping.rules", Some("DEFAULT"), String, broker, false, "RULE:pattern/replacement/[LU] rules from certificate DN to user name."),
+    key!(
+        "ssl.principal.mapping.rules",
+        Some("DEFAULT"),
+        String,
+        broker,
+        false,
+        "RULE:pattern/replacement/[LU] rules from certificate DN to user name."
+    ),
     key!("ssl.enabled.protocols", Some("TLSv1.2,TLSv1.3"), List, broker, false, "TLS versions offered."),
     key!("ssl.protocol", Some("TLSv1.3"), String, broker, false, "The TLS protocol of the SSL context (TLSv1.2 or TLSv1.3)."),
     key!("ssl.cipher.suites", Some(""), List, broker, false, "Cipher suites offered (empty: rustls' defaults); IANA names."),

@@ -73,25 +73,25 @@ pub async fn serve(
 }
 
 async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(mut sock: S, c: Arc<Controller>) {
-            while let Ok((kind, payload)) = read_frame(&mut sock).await {
-                match kind {
-                    RAFT => match Message::parse_from_bytes(&payload) {
-                        Ok(m) => c.quorum.step(m),
-                        Err(_) => return,
-                    },
-                    REQUEST => {
-                        let resp = match serde_json::from_slice::<Request>(&payload) {
-                            Ok(req) => c.handle(req).await,
-                            Err(e) => Response::Failed(Error::InvalidRequest(format!("bad controller request: {e}"))),
-                        };
-                        let bytes = serde_json::to_vec(&resp).expect("responses serialize");
-                        if write_frame(&mut sock, RESPONSE, &bytes).await.is_err() {
-                            return;
-                        }
-                    }
-                    _ => return,
+    while let Ok((kind, payload)) = read_frame(&mut sock).await {
+        match kind {
+            RAFT => match Message::parse_from_bytes(&payload) {
+                Ok(m) => c.quorum.step(m),
+                Err(_) => return,
+            },
+            REQUEST => {
+                let resp = match serde_json::from_slice::<Request>(&payload) {
+                    Ok(req) => c.handle(req).await,
+                    Err(e) => Response::Failed(Error::InvalidRequest(format!("bad controller request: {e}"))),
+                };
+                let bytes = serde_json::to_vec(&resp).expect("responses serialize");
+                if write_frame(&mut sock, RESPONSE, &bytes).await.is_err() {
+                    return;
                 }
             }
+            _ => return,
+        }
+    }
 }
 
 /// A sender of Raft messages to one peer. Messages that cannot be sent at once are dropped:

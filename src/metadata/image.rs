@@ -264,7 +264,15 @@ mod tests {
     #[test]
     fn fencing_names_an_epoch() {
         let mut img = Image::default();
-        let reg = Record::RegisterBroker { id: 1, incarnation: Uuid::nil(), host: "h".into(), port: 1, rack: None, controller: true, endpoints: Vec::new() };
+        let reg = Record::RegisterBroker {
+            id: 1,
+            incarnation: Uuid::nil(),
+            host: "h".into(),
+            port: 1,
+            rack: None,
+            controller: true,
+            endpoints: Vec::new(),
+        };
         img.apply(5, &reg);
         assert!(!img.is_live(1), "a new registration starts fenced");
         img.apply(6, &Record::UnfenceBroker { id: 1, epoch: 4 });

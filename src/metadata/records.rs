@@ -64,7 +64,9 @@ pub struct Endpoint {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "type")]
 pub enum Record {
-    ClusterId { id: String },
+    ClusterId {
+        id: String,
+    },
     /// `host`/`port` are the inter-broker listener's; `endpoints` every listener's (absent
     /// in records from before named listeners: then host/port serve every listener).
     RegisterBroker {
@@ -77,14 +79,42 @@ pub enum Record {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         endpoints: Vec<Endpoint>,
     },
-    FenceBroker { id: i32, epoch: u64 },
-    UnfenceBroker { id: i32, epoch: u64 },
-    Topic { name: String, id: Uuid, configs: BTreeMap<String, String> },
-    Partition { topic_id: Uuid, index: i32, state: PartitionState },
-    PartitionChange { topic_id: Uuid, index: i32, state: PartitionState, unclean: bool },
-    RemoveTopic { id: Uuid },
-    TopicConfig { id: Uuid, key: String, value: Option<String> },
-    BrokerConfig { key: String, value: Option<String> },
+    FenceBroker {
+        id: i32,
+        epoch: u64,
+    },
+    UnfenceBroker {
+        id: i32,
+        epoch: u64,
+    },
+    Topic {
+        name: String,
+        id: Uuid,
+        configs: BTreeMap<String, String>,
+    },
+    Partition {
+        topic_id: Uuid,
+        index: i32,
+        state: PartitionState,
+    },
+    PartitionChange {
+        topic_id: Uuid,
+        index: i32,
+        state: PartitionState,
+        unclean: bool,
+    },
+    RemoveTopic {
+        id: Uuid,
+    },
+    TopicConfig {
+        id: Uuid,
+        key: String,
+        value: Option<String>,
+    },
+    BrokerConfig {
+        key: String,
+        value: Option<String>,
+    },
 }
 
 impl RecordBatch {

@@ -98,7 +98,8 @@ impl Dialer {
         let _ = tcp.set_nodelay(true);
         let Some(tls) = &self.tls else { return Ok(Stream::Plain(tcp)) };
         let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h).trim_start_matches('[').trim_end_matches(']');
-        let name = ServerName::try_from(host.to_string()).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{host}: {e}")))?;
+        let name =
+            ServerName::try_from(host.to_string()).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{host}: {e}")))?;
         Ok(Stream::Tls(Box::new(tls.connect(name, tcp).await?)))
     }
 }

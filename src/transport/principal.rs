@@ -194,7 +194,8 @@ fn escape(v: &str) -> String {
     let mut out = String::with_capacity(v.len());
     let last = v.chars().count().saturating_sub(1);
     for (i, c) in v.chars().enumerate() {
-        let special = matches!(c, ',' | '+' | '"' | '\\' | '<' | '>' | ';') || (i == 0 && (c == '#' || c == ' ')) || (i == last && c == ' ');
+        let special =
+            matches!(c, ',' | '+' | '"' | '\\' | '<' | '>' | ';') || (i == 0 && (c == '#' || c == ' ')) || (i == last && c == ' ');
         if special {
             out.push('\\');
         }

@@ -96,7 +96,9 @@ impl Keys<'_> {
                 let (key_pem, chain_pem) = match (&bytes, inline_key) {
                     (Some(b), _) => (b.clone(), b.clone()),
                     (None, Some(k)) => {
-                        let chain = self.opt("ssl.keystore.certificate.chain").ok_or_else(|| self.err("ssl.keystore.key needs ssl.keystore.certificate.chain"))?;
+                        let chain = self
+                            .opt("ssl.keystore.certificate.chain")
+                            .ok_or_else(|| self.err("ssl.keystore.key needs ssl.keystore.certificate.chain"))?;
                         (k.into_bytes(), chain.into_bytes())
                     }
                     (None, None) => return Ok(None),
@@ -111,8 +113,9 @@ impl Keys<'_> {
             "PKCS12" => {
                 let password = self.get("ssl.keystore.password");
                 let b = bytes.ok_or_else(|| self.err("ssl.keystore.type=PKCS12 needs ssl.keystore.location"))?;
-                let store = p12_keystore::KeyStore::from_pkcs12(&b, &password, p12_keystore::Pkcs12ImportPolicy::Relaxed)
-                    .map_err(|e| self.err(format!("ssl.keystore.location: cannot open the PKCS12 store (wrong ssl.keystore.password?): {e}")))?;
+                let store = p12_keystore::KeyStore::from_pkcs12(&b, &password, p12_keystore::Pkcs12ImportPolicy::Relaxed).map_err(|e| {
+                    self.err(format!("ssl.keystore.location: cannot open the PKCS12 store (wrong ssl.keystore.password?): {e}"))
+                })?;
                 let (_, chain) = store.private_key_chain().ok_or_else(|| self.err("the PKCS12 keystore holds no private key"))?;
                 let certs: Vec<CertificateDer<'static>> = chain.certs().iter().map(|c| CertificateDer::from(c.as_der().to_vec())).collect();
                 if certs.is_empty() {
@@ -129,11 +132,13 @@ impl Keys<'_> {
         let text = String::from_utf8_lossy(pem);
         if let Some(start) = text.find("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
             let end_tag = "-----END ENCRYPTED PRIVATE KEY-----";
-            let end = text[start..].find(end_tag).map(|e| start + e + end_tag.len()).ok_or_else(|| self.err("unterminated encrypted key"))?;
+            let end =
+                text[start..].find(end_tag).map(|e| start + e + end_tag.len()).ok_or_else(|| self.err("unterminated encrypted key"))?;
             let (_, der) = pem_rfc7468::decode_vec(text[start..end].as_bytes()).map_err(|e| self.err(format!("encrypted key: {e}")))?;
             let password = self.opt("ssl.key.password").ok_or_else(|| self.err("the PEM key is encrypted: set ssl.key.password"))?;
             let info = pkcs8::EncryptedPrivateKeyInfoRef::try_from(der.as_slice()).map_err(|e| self.err(format!("encrypted key: {e}")))?;
-            let doc = info.decrypt(password.as_bytes()).map_err(|e| self.err(format!("cannot decrypt the key with ssl.key.password: {e}")))?;
+            let doc =
+                info.decrypt(password.as_bytes()).map_err(|e| self.err(format!("cannot decrypt the key with ssl.key.password: {e}")))?;
             return Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(doc.as_bytes().to_vec())));
         }
         PrivateKeyDer::from_pem_slice(pem).map_err(|e| self.err(format!("no private key in the PEM keystore: {e}")))
@@ -155,8 +160,11 @@ impl Keys<'_> {
             }
             "PKCS12" => {
                 let b = bytes.ok_or_else(|| self.err("ssl.truststore.type=PKCS12 needs ssl.truststore.location"))?;
-                let store = p12_keystore::KeyStore::from_pkcs12(&b, &self.get("ssl.truststore.password"), p12_keystore::Pkcs12ImportPolicy::Raw)
-                    .map_err(|e| self.err(format!("ssl.truststore.location: cannot open the PKCS12 store (wrong ssl.truststore.password?): {e}")))?;
+                let store =
+                    p12_keystore::KeyStore::from_pkcs12(&b, &self.get("ssl.truststore.password"), p12_keystore::Pkcs12ImportPolicy::Raw)
+                        .map_err(|e| {
+                            self.err(format!("ssl.truststore.location: cannot open the PKCS12 store (wrong ssl.truststore.password?): {e}"))
+                        })?;
                 let mut out = Vec::new();
                 for (_, entry) in store.entries() {
                     match entry {
@@ -199,7 +207,8 @@ impl Keys<'_> {
             return Err(self.err(format!("ssl.protocol: rustls does not do {protocol}; use TLSv1.2 or TLSv1.3")));
         }
         let mut provider = rustls::crypto::ring::default_provider();
-        let wanted: Vec<String> = self.get("ssl.cipher.suites").split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+        let wanted: Vec<String> =
+            self.get("ssl.cipher.suites").split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
         if !wanted.is_empty() {
             let name = |s: &rustls::SupportedCipherSuite| iana_name(s.suite());
             if let Some(w) = wanted.iter().find(|w| !provider.cipher_suites.iter().any(|s| &name(s) == *w)) {
@@ -237,7 +246,8 @@ fn pem_certs(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, rustls::pki_typ
 /// The server side of the TLS listener `listener`.
 pub fn server(cfg: &BrokerConfig, listener: &str) -> Result<ServerTls, TlsError> {
     let k = Keys { cfg, listener };
-    let (chain, key) = k.keystore()?.ok_or_else(|| k.err("an SSL listener needs a keystore: set ssl.keystore.location (or ssl.keystore.key)"))?;
+    let (chain, key) =
+        k.keystore()?.ok_or_else(|| k.err("an SSL listener needs a keystore: set ssl.keystore.location (or ssl.keystore.key)"))?;
     let (provider, versions) = k.provider()?;
     let client_auth = k.client_auth()?;
     let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
@@ -252,7 +262,8 @@ pub fn server(cfg: &BrokerConfig, listener: &str) -> Result<ServerTls, TlsError>
             builder.with_client_cert_verifier(v.build().map_err(|e| k.err(format!("client verifier: {e}")))?)
         }
     };
-    let mut config = builder.with_single_cert(chain, key).map_err(|e| k.err(format!("the keystore's key does not fit its certificate: {e}")))?;
+    let mut config =
+        builder.with_single_cert(chain, key).map_err(|e| k.err(format!("the keystore's key does not fit its certificate: {e}")))?;
     // Kafka's clients send no session tickets back; a cache only costs memory per connection.
     config.session_storage = rustls::server::ServerSessionMemoryCache::new(256);
     let mapper = PrincipalMapper::parse(&k.get("ssl.principal.mapping.rules")).map_err(|e| k.err(e.to_string()))?;
@@ -265,7 +276,10 @@ pub fn server(cfg: &BrokerConfig, listener: &str) -> Result<ServerTls, TlsError>
 pub fn client(cfg: &BrokerConfig, listener: &str) -> Result<rustls::ClientConfig, TlsError> {
     let k = Keys { cfg, listener };
     let (provider, versions) = k.provider()?;
-    let roots = Arc::new(k.truststore()?.ok_or_else(|| k.err("TLS to other nodes needs a truststore (ssl.truststore.location or ssl.truststore.certificates)"))?);
+    let roots = Arc::new(
+        k.truststore()?
+            .ok_or_else(|| k.err("TLS to other nodes needs a truststore (ssl.truststore.location or ssl.truststore.certificates)"))?,
+    );
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&versions)
         .map_err(|e| k.err(format!("ssl.cipher.suites/ssl.enabled.protocols: {e}")))?;
@@ -280,7 +294,9 @@ pub fn client(cfg: &BrokerConfig, listener: &str) -> Result<rustls::ClientConfig
         other => return Err(k.err(format!("ssl.endpoint.identification.algorithm '{other}' is not https or empty"))),
     };
     match k.keystore()? {
-        Some((chain, key)) => builder.with_client_auth_cert(chain, key).map_err(|e| k.err(format!("the keystore's key does not fit its certificate: {e}"))),
+        Some((chain, key)) => {
+            builder.with_client_auth_cert(chain, key).map_err(|e| k.err(format!("the keystore's key does not fit its certificate: {e}")))
+        }
         None => Ok(builder.with_no_client_auth()),
     }
 }
@@ -307,11 +323,21 @@ impl ServerCertVerifier for AnyName {
         }
     }
 
-    fn verify_tls12_signature(&self, m: &[u8], c: &CertificateDer<'_>, d: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
         self.0.verify_tls12_signature(m, c, d)
     }
 
-    fn verify_tls13_signature(&self, m: &[u8], c: &CertificateDer<'_>, d: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
         self.0.verify_tls13_signature(m, c, d)
     }
 
