@@ -161,11 +161,11 @@ fn attribute(oid: &str, value: &x509_parser::der_parser::asn1_rs::Any<'_>) -> St
         (Some(_), 12 | 18 | 19 | 22 | 26, false) => std::str::from_utf8(value.data).ok().map(str::to_string),
         // TeletexString, read as Latin-1 as Java does.
         (Some(_), 20, false) => Some(value.data.iter().map(|&b| b as char).collect()),
-        (Some(_), 30, false) if value.data.len() % 2 == 0 => {
+        (Some(_), 30, false) if value.data.len().is_multiple_of(2) => {
             let units: Vec<u16> = value.data.chunks(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect();
             String::from_utf16(&units).ok()
         }
-        (Some(_), 28, false) if value.data.len() % 4 == 0 => {
+        (Some(_), 28, false) if value.data.len().is_multiple_of(4) => {
             value.data.chunks(4).map(|c| char::from_u32(u32::from_be_bytes([c[0], c[1], c[2], c[3]]))).collect()
         }
         _ => None,

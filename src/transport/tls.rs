@@ -69,7 +69,7 @@ impl Keys<'_> {
             return Ok(t);
         }
         match bytes {
-            Some(b) if b.starts_with(&[0xfe, 0xed, 0xfe, 0xed]) => {
+            Some([0xfe, 0xed, 0xfe, 0xed, ..]) => {
                 let path = self.get(location_key);
                 Err(self.err(format!(
                     "{location_key} {path} is a JKS store, which Sluice cannot read (no maintained Rust crate reads JKS); convert it with \
