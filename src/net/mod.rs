@@ -76,8 +76,15 @@ pub async fn serve(listeners: Vec<Listening>, broker: Arc<Broker>, limits: Conne
                         let shutdown = shutdown.clone();
                         let session = listeners[i].session.clone();
                         match listeners[i].tls.clone() {
+                            // No wrapper future around `connection`: a nested async fn keeps its
+                            // arguments beside the inner future, and idle plain connections are
+                            // counted in bytes.
                             None => conns.spawn(async move {
-                                if let Err(e) = plain(stream, session, broker, shutdown, admitted).await {
+                                let r = match plain(stream) {
+                                    Ok((rd, wr, ip)) => connection(rd, wr, ip, session, broker, shutdown, admitted).await,
+                                    Err(e) => Err(e.into()),
+                                };
+                                if let Err(e) = r {
                                     tracing::debug!(%peer, error = %e, "connection closed");
                                 }
                             }),
@@ -128,18 +135,12 @@ const MAX_SIDE_BY_SIDE: usize = 5;
 
 type Answer = Result<Option<Vec<api::Chunk>>, api::ConnError>;
 
-/// Serves one plain TCP connection; `admitted` holds its place in the connection counts.
-async fn plain(
-    stream: TcpStream,
-    session: Arc<api::Session>,
-    broker: Arc<Broker>,
-    shutdown: watch::Receiver<bool>,
-    admitted: Admitted,
-) -> anyhow::Result<()> {
+/// A plain TCP connection's halves and peer address.
+fn plain(stream: TcpStream) -> std::io::Result<(tokio::net::tcp::OwnedReadHalf, OwnedWriteHalf, IpAddr)> {
     stream.set_nodelay(true)?;
     let peer = stream.peer_addr()?.ip();
     let (rd, wr) = stream.into_split();
-    connection(rd, wr, peer, session, broker, shutdown, admitted).await
+    Ok((rd, wr, peer))
 }
 
 /// Serves one TLS connection: the handshake (a failed one closes only this connection),
