@@ -123,6 +123,8 @@ pub enum Error {
     NotLeaderOrFollower,
     #[error("the partition has no leader right now")]
     LeaderNotAvailable,
+    #[error("the leader has no endpoint on listener {0}")]
+    ListenerNotFound(String),
     #[error("the record was written but the ISR shrank below min.insync.replicas")]
     NotEnoughReplicasAfterAppend,
     #[error("broker not available: {0}")]
@@ -242,6 +244,7 @@ impl Error {
             RequestTimedOut(_) => ResponseError::RequestTimedOut,
             NotLeaderOrFollower => ResponseError::NotLeaderOrFollower,
             LeaderNotAvailable => ResponseError::LeaderNotAvailable,
+            ListenerNotFound(_) => ResponseError::ListenerNotFound,
             NotEnoughReplicasAfterAppend => ResponseError::NotEnoughReplicasAfterAppend,
             BrokerNotAvailable(_) => ResponseError::BrokerNotAvailable,
             StaleBrokerEpoch => ResponseError::StaleBrokerEpoch,

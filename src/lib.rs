@@ -9,7 +9,7 @@
 //! | layer | modules | holds |
 //! |---|---|---|
 //! | 1 | `clock`, `error`, `config` | time as an input, the one error-to-code mapping, every key with Kafka's defaults and the typed `Settings` |
-//! | 2 | `log`, `auth` | segments, indexes, cleaner; byte formats (batches, records, control batches, producer state); the ACL index and Kafka's authorizer decision |
+//! | 2 | `log`, `auth`, `transport` | segments, indexes, cleaner; byte formats (batches, records, control batches, producer state); the ACL index and Kafka's authorizer decision, SASL mechanisms; TCP or TLS streams, TLS contexts, principals, dialing peers |
 //! | 3 | `metadata` | metadata records, the image, its published snapshots, name rules |
 //! | 4 | `auth` | the SASL session and its mechanisms (PLAIN, SCRAM), as pure state machines |
 //! | 5 | `partition` | one partition's replica state and ISR bookkeeping, the replica manager, fetch watchers, the coordinators' interface |
@@ -38,6 +38,7 @@ pub mod metrics;
 pub mod net;
 pub mod partition;
 pub mod replication;
+pub mod transport;
 pub mod txn;
 
 #[cfg(test)]
@@ -46,7 +47,7 @@ mod testing;
 /// The top-level modules, bottom layer first; modules in one layer may not import each other.
 pub const LAYERS: &[&[&str]] = &[
     &["clock", "error", "config", "testing"],
-    &["log", "auth"],
+    &["log", "auth", "transport"],
     &["metadata"],
     &["auth"],
     &["partition"],

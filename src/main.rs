@@ -8,8 +8,12 @@ use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 
 use sluice::broker::{Broker, Identity};
-use sluice::cluster::Cluster;
+use sluice::cluster::{Cluster, Links};
+use sluice::config::listeners::Listeners;
 use sluice::config::{self, BrokerConfig};
+use sluice::metadata::records::Endpoint;
+use sluice::transport::{tls, Dialer};
+use std::sync::Arc;
 
 #[derive(Parser)]
 #[command(name = "sluice", version, about = "A Kafka wire-protocol compatible broker")]
@@ -67,12 +71,6 @@ struct ServeArgs {
     /// Any config key by its Kafka name, e.g. --set num.partitions=3. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
-}
-
-/// Strips a `NAME://` listener prefix and keeps the first listener.
-fn host_port(listener: &str) -> &str {
-    let first = listener.split(',').next().unwrap_or("").trim();
-    first.split_once("://").map_or(first, |(_, hp)| hp)
 }
 
 fn split_host_port(s: &str) -> anyhow::Result<(String, u16)> {
@@ -140,45 +138,9 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(serve(cfg, started))
 }
 
-/// A `NAME://host:port` listener list, as (name, host:port) pairs.
-fn listeners(list: &str) -> Vec<(String, String)> {
-    list.split(',')
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(|l| match l.split_once("://") {
-            Some((n, hp)) => (n.to_string(), hp.to_string()),
-            None => ("PLAINTEXT".to_string(), l.to_string()),
-        })
-        .collect()
-}
-
 fn resolve(hp: &str) -> anyhow::Result<SocketAddr> {
     let (h, p) = split_host_port(hp)?;
     (h.as_str(), p).to_socket_addrs()?.next().with_context(|| format!("cannot resolve {h}"))
-}
-
-/// The SASL settings of the client listener when its security protocol (its name, as
-/// Kafka defaults `listener.security.protocol.map`) is SASL_PLAINTEXT; TLS is not built,
-/// so SSL and SASL_SSL stop startup rather than serve in the clear. Brokers reach each
-/// other (replication, transaction markers) on the client listener without credentials,
-/// so SASL there is for a single node until an inter-broker listener exists.
-fn client_listener_sasl(
-    cfg: &BrokerConfig,
-    name: &str,
-    cluster: bool,
-) -> anyhow::Result<Option<std::sync::Arc<sluice::auth::sasl::SaslConfig>>> {
-    match name {
-        "SASL_PLAINTEXT" if cluster => {
-            bail!("listener {name}: SASL on the client listener works on a single node only (no inter-broker listener yet); unset controller.quorum.voters or use PLAINTEXT")
-        }
-        "SASL_PLAINTEXT" => {
-            let sasl = sluice::auth::sasl::SaslConfig::for_listener(cfg, name).map_err(anyhow::Error::msg)?;
-            tracing::info!(listener = name, mechanisms = ?sasl.enabled, "SASL authentication on the client listener");
-            Ok(Some(std::sync::Arc::new(sasl)))
-        }
-        "SSL" | "SASL_SSL" => bail!("listener {name}: TLS is not built yet; use PLAINTEXT or SASL_PLAINTEXT"),
-        _ => Ok(None),
-    }
 }
 
 /// `controller.quorum.voters`: `id@host:port,...`.
@@ -204,17 +166,27 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
     let data_dir = PathBuf::from(cfg.get("log.dirs").split(',').next().unwrap_or("./data").trim());
     std::fs::create_dir_all(&data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
     let voters = parse_voters(&cfg.get("controller.quorum.voters"))?;
-    let controller_names: Vec<String> = cfg.get("controller.listener.names").split(',').map(|s| s.trim().to_string()).collect();
-    let all_listeners = listeners(&cfg.get("listeners"));
-    let client_named = all_listeners.iter().find(|(n, _)| !controller_names.contains(n));
-    let client_listener = client_named.map(|(_, hp)| hp.clone());
-    let client_sasl = match client_named {
-        Some((name, _)) => client_listener_sasl(&cfg, name, !voters.is_empty())?,
-        None => None,
-    };
-    let controller_addr = match all_listeners.iter().find(|(n, _)| controller_names.contains(n)) {
-        Some((_, hp)) => Some(resolve(hp)?),
+    let listeners = Listeners::from_config(&cfg, is_broker, is_controller).map_err(anyhow::Error::msg)?;
+    // Without a controller listener in `listeners`, a voter serves the quorum on its own
+    // address in controller.quorum.voters (Sluice's shorthand; Kafka wants it listed).
+    let controller_addr = match listeners.controller_listener() {
+        Some(l) => Some(resolve(&l.address())?),
         None => voters.get(&node_id).copied(),
+    };
+    let controller_name = listeners.controller_listener().map_or(listeners.controller_names[0].clone(), |l| l.name.clone());
+    let controller_protocol = if voters.is_empty() && listeners.controller_listener().is_none() {
+        // One node alone: there is no controller traffic to secure.
+        sluice::config::listeners::SecurityProtocol::Plaintext
+    } else {
+        listeners.controller_protocol().map_err(anyhow::Error::msg)?
+    };
+    let links = Links {
+        controller: Dialer::for_listener(&cfg, &listeners.controller_names[0], controller_protocol)?,
+        inter_broker: if is_broker {
+            Dialer::for_listener(&cfg, &listeners.inter_broker, listeners.inter_broker_protocol)?
+        } else {
+            Dialer::plaintext()
+        },
     };
     let connection_limits = sluice::net::ConnectionLimits::from_config(&cfg).map_err(anyhow::Error::msg)?;
     if voters.is_empty() && !(is_broker && is_controller) {
@@ -228,13 +200,28 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
     }
     // Bound first, as Kafka's socket server is: a client that connects while the node
     // starts waits in the backlog for its answer instead of being refused.
-    let client_listener = match (&client_listener, is_broker) {
-        (Some(listen), true) => {
-            let addr = resolve(listen)?;
-            Some(tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?)
+    let mut serving = Vec::new();
+    if is_broker {
+        for l in listeners.broker_listeners() {
+            let addr = resolve(&l.address())?;
+            let socket = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr} ({})", l.name))?;
+            let tls = if l.protocol.tls() { Some(Arc::new(tls::server(&cfg, &l.name)?)) } else { None };
+            let sasl = if l.protocol.sasl() {
+                // Brokers do not log in to each other yet: their own links need a listener
+                // without SASL.
+                if l.name == listeners.inter_broker {
+                    bail!("listener {}: SASL on the inter-broker listener is not built yet; give brokers a PLAINTEXT or SSL listener (inter.broker.listener.name)", l.name);
+                }
+                let sasl = sluice::auth::sasl::SaslConfig::for_listener(&cfg, &l.name).map_err(anyhow::Error::msg)?;
+                tracing::info!(listener = %l.name, mechanisms = ?sasl.enabled, "SASL authentication on the listener");
+                Some(Arc::new(sasl))
+            } else {
+                None
+            };
+            let session = Arc::new(sluice::api::Session::anonymous(&l.name, l.protocol));
+            serving.push((l.name.clone(), sluice::net::Listening { socket, session, tls, sasl }));
         }
-        _ => None,
-    };
+    }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
 
     // The controller quorum member, if this node votes (alone, with no voters configured).
@@ -245,7 +232,7 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
         let mut peers = HashMap::new();
         for (id, addr) in &voters {
             if *id != node_id {
-                peers.insert(*id as u64, sluice::controller::net::peer_sender(*addr));
+                peers.insert(*id as u64, sluice::controller::net::peer_sender(*addr, links.controller.clone()));
             }
         }
         let quorum = sluice::controller::driver::Quorum::start(
@@ -265,7 +252,8 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
         }
         if let Some(addr) = controller_addr.filter(|_| !voters.is_empty()) {
             let l = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr} (controller)"))?;
-            tokio::spawn(sluice::controller::net::serve(l, c.clone(), stop_rx.clone()));
+            let tls = if controller_protocol.tls() { Some(Arc::new(tls::server(&cfg, &controller_name)?)) } else { None };
+            tokio::spawn(sluice::controller::net::serve(l, c.clone(), tls, stop_rx.clone()));
         }
         let ticker = c.clone();
         let mut stop = stop_rx.clone();
@@ -298,16 +286,31 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
         return Ok(());
     }
 
-    let listener = client_listener.context("no client listener in listeners")?;
-    let bound = listener.local_addr()?;
-    let (adv_host, adv_port) = split_host_port(host_port(&cfg.get("advertised.listeners")))?;
-    let adv_port = if adv_port == 0 { bound.port() } else { adv_port };
-    let adv_host = if adv_host == "0.0.0.0" { "127.0.0.1".to_string() } else { adv_host };
+    if serving.is_empty() {
+        bail!("no client listener in listeners");
+    }
+    // What this broker registers: every listener's advertised address, with the port it
+    // was bound to where the config says 0, and a host to dial where it names none.
+    let mut endpoints = Vec::new();
+    for a in &listeners.advertised {
+        let bound = serving.iter().find(|(n, _)| *n == a.name).map(|(_, l)| l.socket.local_addr()).transpose()?;
+        let port = match (a.port, bound) {
+            (0, Some(b)) => b.port(),
+            (p, _) => p,
+        };
+        let host = if a.host.is_empty() || a.host == "0.0.0.0" { "127.0.0.1".to_string() } else { a.host.clone() };
+        endpoints.push(Endpoint { listener: a.name.clone(), host, port: port as i32, security_protocol: a.protocol });
+    }
+    let inter = endpoints.iter().find(|e| e.listener == listeners.inter_broker).context("no inter-broker endpoint")?.clone();
+    let (adv_host, adv_port) = (inter.host.clone(), inter.port as u16);
+    let shown: Vec<String> = endpoints.iter().map(|e| format!("{}://{}:{}", e.listener, e.host, e.port)).collect();
+    let addrs: Vec<String> = serving.iter().map(|(_, l)| l.socket.local_addr().map(|a| a.to_string()).unwrap_or_default()).collect();
+    let names: Vec<String> = serving.iter().map(|(n, _)| n.clone()).collect();
 
     let cluster = match &controller {
-        Some(c) => Cluster::voter(node_id, voters.clone(), c.clone()),
+        Some(c) => Cluster::voter(node_id, voters.clone(), c.clone(), links.clone()),
         None => {
-            let cl = Cluster::observer(node_id, voters.clone());
+            let cl = Cluster::observer(node_id, voters.clone(), links.clone());
             tokio::spawn(cl.clone().follow_metadata(stop_rx.clone()));
             cl
         }
@@ -325,7 +328,7 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
     let broker = Broker::open(identity, cfg.clone(), cluster.clone())?;
     let rack = Some(cfg.get("broker.rack")).filter(|r| !r.is_empty());
     let interval = std::time::Duration::from_millis(cfg.get_i64("broker.heartbeat.interval.ms").max(10) as u64);
-    tokio::spawn(cluster.clone().run_membership(adv_host, adv_port as i32, rack, interval, stop_rx.clone()));
+    tokio::spawn(cluster.clone().run_membership(adv_host, adv_port as i32, endpoints, rack, interval, stop_rx.clone()));
     tokio::spawn(broker.clone().follow_image(stop_rx.clone()));
     let mut caught_up = cluster.caught_up();
     let _ = caught_up.wait_for(|c| *c).await;
@@ -338,12 +341,15 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
         tracing::info!("metrics on http://{}/metrics", l.local_addr()?);
         tokio::spawn(sluice::metrics::serve(l, broker.clone(), stop_rx.clone()));
     }
-    let server = tokio::spawn(sluice::net::serve(listener, broker.clone(), connection_limits, client_sasl, stop_rx.clone()));
+    let sockets = serving.into_iter().map(|(_, l)| l).collect();
+    let server = tokio::spawn(sluice::net::serve(sockets, broker.clone(), connection_limits, stop_rx.clone()));
     let background = tokio::spawn(broker.clone().run_background(stop_rx.clone()));
     tracing::info!(
-        "sluice ready: serving Kafka on {bound} (advertised {}:{}), node {node_id}, data {}, cluster {}, started in {} ms",
-        broker.identity.host,
-        broker.identity.port,
+        // Tools read the first address after "serving Kafka on": keep it HOST:PORT.
+        "sluice ready: serving Kafka on {} (listeners {}; advertised {}), node {node_id}, data {}, cluster {}, started in {} ms",
+        addrs.join(","),
+        names.join(","),
+        shown.join(","),
         data_dir.display(),
         broker.cluster_id,
         started.elapsed().as_millis()

@@ -32,18 +32,27 @@ fn authorized(ctx: &Ctx<'_>, is_topic: bool, name: &str, op: Operation) -> Resul
     Ok(is_topic)
 }
 
+/// Keys whose values Kafka never shows (its PASSWORD type): passwords and inline keys.
+fn sensitive(name: &str) -> bool {
+    name.ends_with(".password") || name.ends_with("ssl.keystore.key") || name.ends_with("sasl.jaas.config")
+}
+
 fn entry(e: ConfigEntry, synonyms: bool, docs: bool, version: i16) -> DescribeConfigsResourceResult {
+    let hidden = sensitive(&e.name);
     let r = DescribeConfigsResourceResult::default()
+        .with_value(if hidden { None } else { e.value.map(sb) })
         .with_name(sb(e.name))
-        .with_value(e.value.map(sb))
         .with_read_only(e.read_only)
         .with_config_source(e.source as i8)
-        .with_is_sensitive(false);
+        .with_is_sensitive(hidden);
     let r = if synonyms {
         r.with_synonyms(
             e.synonyms
                 .into_iter()
-                .map(|(n, v, s)| DescribeConfigsSynonym::default().with_name(sb(n)).with_value(Some(sb(v))).with_source(s as i8))
+                .map(|(n, v, s)| {
+                    let v = if hidden { None } else { Some(sb(v)) };
+                    DescribeConfigsSynonym::default().with_name(sb(n)).with_value(v).with_source(s as i8)
+                })
                 .collect(),
         )
     } else {

@@ -14,8 +14,17 @@ use crate::error::{Error, Result};
 const GROUP: i8 = 0;
 const TRANSACTION: i8 = 1;
 
-/// (node id, host, port) of the coordinator for `key`.
-fn coordinator_for(broker: &Broker, key_type: i8, key: &str) -> Result<(i32, String, i32)> {
+/// (node id, host, port) of the coordinator for `key`, on `listener`; a coordinator with
+/// no endpoint there is not available, as in Kafka.
+fn coordinator_for(broker: &Broker, key_type: i8, key: &str, listener: &str) -> Result<(i32, String, i32)> {
+    let (id, _, _) = coordinator_node(broker, key_type, key)?;
+    let img = broker.cluster.image();
+    let b = img.live_broker(id).ok_or(Error::CoordinatorNotAvailable)?;
+    let (host, port) = b.endpoint(listener).ok_or(Error::CoordinatorNotAvailable)?;
+    Ok((id, host.to_string(), port))
+}
+
+fn coordinator_node(broker: &Broker, key_type: i8, key: &str) -> Result<(i32, String, i32)> {
     match key_type {
         GROUP => {
             let topic = broker.groups.ensure_offsets_topic(broker)?;
@@ -41,7 +50,8 @@ pub async fn find_coordinator(ctx: &Ctx<'_>, req: FindCoordinatorRequest) -> Fin
             .coordinator_keys
             .into_iter()
             .map(|key| {
-                let result = authorized(ctx, req.key_type, &key).and_then(|()| coordinator_for(ctx.broker, req.key_type, &key));
+                let result =
+                    authorized(ctx, req.key_type, &key).and_then(|()| coordinator_for(ctx.broker, req.key_type, &key, &ctx.listener));
                 let c = Coordinator::default().with_key(key);
                 match result {
                     Ok((id, host, port)) => c.with_node_id(id.into()).with_host(sb(host)).with_port(port),
@@ -52,7 +62,7 @@ pub async fn find_coordinator(ctx: &Ctx<'_>, req: FindCoordinatorRequest) -> Fin
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
     let r = FindCoordinatorResponse::default();
-    match authorized(ctx, req.key_type, &req.key).and_then(|()| coordinator_for(ctx.broker, req.key_type, &req.key)) {
+    match authorized(ctx, req.key_type, &req.key).and_then(|()| coordinator_for(ctx.broker, req.key_type, &req.key, &ctx.listener)) {
         Ok((id, host, port)) => r.with_node_id(id.into()).with_host(sb(host)).with_port(port),
         Err(e) => {
             let r = r.with_error_code(e.code()).with_node_id((-1).into()).with_port(-1);

@@ -11,8 +11,8 @@ use crate::broker::{Broker, Topic};
 use crate::error::Error;
 use crate::metadata::names;
 
-/// The Metadata entry for an existing topic.
-pub(crate) fn topic_entry(broker: &Broker, t: &Topic) -> MetadataResponseTopic {
+/// The Metadata entry for an existing topic, for a client on `listener`.
+pub(crate) fn topic_entry(broker: &Broker, t: &Topic, listener: &str, version: i16) -> MetadataResponseTopic {
     let img = broker.cluster.image();
     let ids = |v: &[i32]| v.iter().map(|b| (*b).into()).collect::<Vec<_>>();
     let partitions = t
@@ -21,8 +21,17 @@ pub(crate) fn topic_entry(broker: &Broker, t: &Topic) -> MetadataResponseTopic {
         .enumerate()
         .map(|(i, st)| {
             let offline: Vec<i32> = st.replicas.iter().copied().filter(|b| !img.is_live(*b)).collect();
+            // As Kafka: a live leader with no endpoint on this listener is LISTENER_NOT_FOUND
+            // (v6+; LEADER_NOT_AVAILABLE before), so a misconfigured listener shows.
+            let unreachable = img.live_broker(st.leader).is_some_and(|b| b.endpoint(listener).is_none());
+            let error = match (st.leader < 0, unreachable) {
+                (true, _) => Error::LeaderNotAvailable.code(),
+                (false, true) if version >= 6 => Error::ListenerNotFound(listener.to_string()).code(),
+                (false, true) => Error::LeaderNotAvailable.code(),
+                _ => 0,
+            };
             MetadataResponsePartition::default()
-                .with_error_code(if st.leader < 0 { Error::LeaderNotAvailable.code() } else { 0 })
+                .with_error_code(error)
                 .with_partition_index(i as i32)
                 .with_leader_id(st.leader.into())
                 .with_leader_epoch(st.leader_epoch)
@@ -41,10 +50,12 @@ pub(crate) fn topic_entry(broker: &Broker, t: &Topic) -> MetadataResponseTopic {
 /// A live broker as (id, host, port, rack).
 type LiveBroker = (i32, String, i32, Option<String>);
 
-/// Live brokers, and the id clients are told is the controller.
-fn live_brokers(broker: &Broker) -> (Vec<LiveBroker>, i32) {
+/// Live brokers with an endpoint on `listener`, as (id, host, port, rack) there, and the id
+/// clients are told is the controller.
+fn live_brokers(broker: &Broker, listener: &str) -> (Vec<LiveBroker>, i32) {
     let img = broker.cluster.image();
-    let live: Vec<_> = img.live_brokers().iter().map(|b| (b.id, b.host.clone(), b.port, b.rack.clone())).collect();
+    let live: Vec<_> =
+        img.live_brokers().iter().filter_map(|b| b.endpoint(listener).map(|(h, p)| (b.id, h.to_string(), p, b.rack.clone()))).collect();
     let controller = controller_id(broker.identity.node_id, img.is_live(broker.identity.node_id), &live);
     (live, controller)
 }
@@ -97,7 +108,7 @@ fn named_topic(ctx: &Ctx<'_>, name: String, allow_auto: bool) -> MetadataRespons
         None => Err(Error::UnknownTopicOrPartition),
     };
     match found {
-        Ok(t) => topic_entry(broker, &t),
+        Ok(t) => topic_entry(broker, &t, &ctx.listener, ctx.version),
         Err(e) => error_entry(Some(name), uuid::Uuid::nil(), &e),
     }
 }
@@ -114,7 +125,7 @@ pub async fn handle(ctx: &Ctx<'_>, req: MetadataRequest) -> MetadataResponse {
             .all_topics()
             .iter()
             .filter(|t| ctx.topic_allowed(Operation::Describe, &t.record.name))
-            .map(|t| topic_entry(broker, t))
+            .map(|t| topic_entry(broker, t, &ctx.listener, ctx.version))
             .collect()
     } else {
         req.topics
@@ -126,7 +137,7 @@ pub async fn handle(ctx: &Ctx<'_>, req: MetadataRequest) -> MetadataResponse {
                     Some(t) if !ctx.topic_allowed(Operation::Describe, &t.record.name) => {
                         error_entry(None, rt.topic_id, &Error::TopicAuthorizationFailed(String::new()))
                     }
-                    Some(t) => topic_entry(broker, &t),
+                    Some(t) => topic_entry(broker, &t, &ctx.listener, ctx.version),
                     None => error_entry(None, rt.topic_id, &Error::UnknownTopicId),
                 },
             })
@@ -146,7 +157,7 @@ pub async fn handle(ctx: &Ctx<'_>, req: MetadataRequest) -> MetadataResponse {
     } else {
         topics
     };
-    let (live, controller) = live_brokers(broker);
+    let (live, controller) = live_brokers(broker, &ctx.listener);
     let brokers = live
         .into_iter()
         .map(|(id, host, port, rack)| {
@@ -191,7 +202,7 @@ pub async fn describe_cluster(ctx: &Ctx<'_>, req: DescribeClusterRequest) -> Des
             .with_endpoint_type(req.endpoint_type)
             .with_controller_id((-1).into());
     }
-    let (live, controller) = live_brokers(ctx.broker);
+    let (live, controller) = live_brokers(ctx.broker, &ctx.listener);
     let brokers = live
         .into_iter()
         .map(|(id, host, port, rack)| {

@@ -30,6 +30,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 
 pub use crate::auth::Principal;
 use crate::broker::Broker;
+use crate::config::listeners::SecurityProtocol;
 
 /// Why a connection has to close instead of answering.
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +59,25 @@ impl Chunk {
     }
 }
 
+/// What a connection is: the listener it came in on, how it is secured, and who is on it.
+/// One per connection (shared by a listener's plain connections), fixed once the
+/// connection's handshake is over.
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// Upper case, as in `listeners`: Metadata answers with the brokers' addresses on it.
+    pub listener: Arc<str>,
+    pub security_protocol: SecurityProtocol,
+    /// `User:<name>`: from the client certificate on SSL, else `User:ANONYMOUS`.
+    pub principal: Arc<str>,
+}
+
+impl Session {
+    /// An unauthenticated connection on `listener`.
+    pub fn anonymous(listener: &str, security_protocol: SecurityProtocol) -> Session {
+        Session { listener: listener.into(), security_protocol, principal: crate::transport::principal::ANONYMOUS.into() }
+    }
+}
+
 /// What every handler gets besides its request.
 pub struct Ctx<'a> {
     pub broker: &'a Arc<Broker>,
@@ -73,11 +93,16 @@ pub struct Ctx<'a> {
     principal_id: String,
     /// The peer's bare IP address, as ACL hosts name it.
     pub host: String,
+    /// The listener the request came in on.
+    pub listener: Arc<str>,
+    pub security_protocol: SecurityProtocol,
 }
 
 impl<'a> Ctx<'a> {
-    /// The context of one request from `peer`, made as `principal`.
-    pub fn new(broker: &'a Arc<Broker>, version: i16, client_id: String, peer: std::net::IpAddr, principal: Principal) -> Ctx<'a> {
+    /// The context of one request from `peer` on a connection of `session`.
+    pub fn new(broker: &'a Arc<Broker>, session: &Session, version: i16, client_id: String, peer: std::net::IpAddr) -> Ctx<'a> {
+        // Session principals are made by this broker (TLS mapping, SASL) as `Type:name`.
+        let principal = Principal::parse(&session.principal).unwrap_or_else(|_| Principal::anonymous());
         let principal = authz::effective_principal(broker, &client_id, peer, principal);
         Ctx {
             broker,
@@ -87,6 +112,8 @@ impl<'a> Ctx<'a> {
             principal_id: principal.to_string(),
             principal,
             host: peer.to_string(),
+            listener: session.listener.clone(),
+            security_protocol: session.security_protocol,
         }
     }
 }
@@ -220,25 +247,19 @@ pub fn parse_frame(mut frame: Bytes) -> Result<Result<Parsed, BytesMut>, ConnErr
     Ok(Ok(Parsed { api, version, correlation_id, client_id, body: frame }))
 }
 
-/// Handles one request frame (without its length prefix) of an unauthenticated
-/// connection (`User:ANONYMOUS`); see [`handle_as`].
-pub async fn handle(broker: &Arc<Broker>, peer: std::net::IpAddr, frame: Bytes) -> Result<Option<Vec<Chunk>>, ConnError> {
-    handle_as(broker, peer, Principal::anonymous(), frame).await
-}
-
-/// Handles one request frame made as `principal`. Returns the response frame (with its
-/// length prefix), or None when the request wants no answer (acks=0).
-pub async fn handle_as(
+/// Handles one request frame (without its length prefix). Returns the response frame
+/// (with its length prefix), or None when the request wants no answer (acks=0).
+pub async fn handle(
     broker: &Arc<Broker>,
+    session: &Session,
     peer: std::net::IpAddr,
-    principal: Principal,
     frame: Bytes,
 ) -> Result<Option<Vec<Chunk>>, ConnError> {
     let mut req = match parse_frame(frame)? {
         Ok(p) => p,
         Err(ready) => return Ok(Some(vec![Chunk::Bytes(ready.freeze())])),
     };
-    let ctx = Ctx::new(broker, req.version, std::mem::take(&mut req.client_id), peer, principal);
+    let ctx = Ctx::new(broker, session, req.version, std::mem::take(&mut req.client_id), peer);
     if req.api == ApiKey::Fetch {
         // Fetch has its own encoder so records go from file to socket untouched.
         let fetch =
@@ -305,20 +326,15 @@ pub fn decode_produce(frame: &Bytes) -> Option<(ProduceTargets, DecodedProduce)>
 }
 
 /// [`handle`] for a Produce request already decoded.
-pub async fn handle_produce(broker: &Arc<Broker>, peer: std::net::IpAddr, d: DecodedProduce) -> Result<Option<Vec<Chunk>>, ConnError> {
-    handle_produce_as(broker, peer, Principal::anonymous(), d).await
-}
-
-/// [`handle_as`] for a Produce request already decoded.
-pub async fn handle_produce_as(
+pub async fn handle_produce(
     broker: &Arc<Broker>,
+    session: &Session,
     peer: std::net::IpAddr,
-    principal: Principal,
     d: DecodedProduce,
 ) -> Result<Option<Vec<Chunk>>, ConnError> {
     let DecodedProduce { parsed, req } = d;
     let version = parsed.version;
-    let ctx = Ctx::new(broker, version, parsed.client_id, peer, principal);
+    let ctx = Ctx::new(broker, session, version, parsed.client_id, peer);
     let Some(resp) = produce::handle(&ctx, req).await else {
         return Ok(None);
     };

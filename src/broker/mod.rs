@@ -96,6 +96,7 @@ impl Broker {
             partitions: s.transaction_state_log_num_partitions,
         });
         let replication = crate::replication::Replication::new(identity.node_id, cluster.clone());
+        let peers = peer::Peers::new(cluster.links.inter_broker.clone());
         let broker = Broker {
             groups,
             txns,
@@ -109,7 +110,7 @@ impl Broker {
             reconciling: Mutex::new(()),
             applying_roles: std::sync::atomic::AtomicBool::new(false),
             replication,
-            peers: Default::default(),
+            peers,
         };
         // Opens (and after a crash recovers) the logs the saved image names; roles, fetchers
         // and coordinator state wait for `start_applying_roles`.

@@ -15,6 +15,8 @@ use crate::controller::{net, Controller};
 use crate::error::{Error, Result};
 use crate::metadata::image::Image;
 use crate::metadata::published::Published;
+use crate::metadata::records::Endpoint;
+use crate::transport::Dialer;
 
 pub mod peer;
 
@@ -33,20 +35,31 @@ pub struct Cluster {
     /// Set once this broker was first unfenced: its image is then complete.
     caught_up: watch::Sender<bool>,
     incarnation: Uuid,
+    /// How this node reaches the controllers and the other brokers.
+    pub links: Links,
+}
+
+/// The listeners other nodes are reached on, and how to dial them.
+#[derive(Debug, Clone, Default)]
+pub struct Links {
+    /// The first of `controller.listener.names`: the voters' addresses are on it.
+    pub controller: Dialer,
+    /// `inter.broker.listener.name`: replica fetches, transaction markers, peer calls.
+    pub inter_broker: Dialer,
 }
 
 impl Cluster {
     /// A voter: the image is the local quorum member's.
-    pub fn voter(node_id: i32, voters: BTreeMap<i32, SocketAddr>, controller: Arc<Controller>) -> Arc<Cluster> {
+    pub fn voter(node_id: i32, voters: BTreeMap<i32, SocketAddr>, controller: Arc<Controller>, links: Links) -> Arc<Cluster> {
         let image = controller.quorum.published();
         let applied = controller.quorum.applied();
-        Arc::new(Cluster::new(node_id, voters, Some(controller), image, applied, None))
+        Arc::new(Cluster::new(node_id, voters, Some(controller), image, applied, None, links))
     }
 
     /// A broker that does not vote: it fetches the metadata log from the controller.
-    pub fn observer(node_id: i32, voters: BTreeMap<i32, SocketAddr>) -> Arc<Cluster> {
+    pub fn observer(node_id: i32, voters: BTreeMap<i32, SocketAddr>, links: Links) -> Arc<Cluster> {
         let (tx, rx) = watch::channel(0);
-        Arc::new(Cluster::new(node_id, voters, None, Arc::new(Published::default()), rx, Some(tx)))
+        Arc::new(Cluster::new(node_id, voters, None, Arc::new(Published::default()), rx, Some(tx), links))
     }
 
     fn new(
@@ -56,6 +69,7 @@ impl Cluster {
         image: Arc<Published>,
         applied: watch::Receiver<u64>,
         applied_tx: Option<watch::Sender<u64>>,
+        links: Links,
     ) -> Cluster {
         Cluster {
             node_id,
@@ -68,6 +82,7 @@ impl Cluster {
             fenced: AtomicBool::new(true),
             caught_up: watch::channel(false).0,
             incarnation: Uuid::new_v4(),
+            links,
         }
     }
 
@@ -137,7 +152,7 @@ impl Cluster {
                     .filter(|t| *t != self.node_id || self.controller.is_none())
                     .or_else(|| round_robin.next());
                 match target.and_then(|t| self.voters.get(&t)) {
-                    Some(addr) => net::call(*addr, &req, left.min(Duration::from_secs(30))).await,
+                    Some(addr) => net::call(&self.links.controller, *addr, &req, left.min(Duration::from_secs(30))).await,
                     None => Err(Error::NotController),
                 }
             };
@@ -163,11 +178,13 @@ impl Cluster {
     }
 
     /// Registers with the controller and heartbeats forever; re-registers if the controller
-    /// forgot this broker (a stale epoch). `advertised` is the client listener.
+    /// forgot this broker (a stale epoch). `host`/`port` are the inter-broker listener's
+    /// advertised address; `endpoints` every listener's.
     pub async fn run_membership(
         self: Arc<Self>,
         host: String,
         port: i32,
+        endpoints: Vec<Endpoint>,
         rack: Option<String>,
         interval: Duration,
         mut shutdown: watch::Receiver<bool>,
@@ -181,6 +198,7 @@ impl Cluster {
                 port,
                 rack: rack.clone(),
                 controller: is_voter,
+                endpoints: endpoints.clone(),
             };
             let epoch = match self.call(req, Duration::from_secs(5)).await {
                 Ok(Response::Registered { epoch }) => epoch,

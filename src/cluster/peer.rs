@@ -1,5 +1,6 @@
 //! Requests from this broker to another one: transaction markers and transaction
-//! verification. One connection per peer, reused; requests to a peer go one at a time.
+//! verification. One connection per peer, reused; requests to a peer go one at a time,
+//! on the inter-broker listener (TLS when it is SSL).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,10 +10,10 @@ use bytes::{Buf, BufMut, BytesMut};
 use kafka_protocol::messages::{RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 
 use crate::error::{Error, Result};
+use crate::transport::{Dialer, Stream};
 
 /// Largest response accepted from a peer.
 const MAX_RESPONSE: i32 = 64 << 20;
@@ -21,20 +22,26 @@ const MAX_RESPONSE: i32 = 64 << 20;
 #[derive(Default)]
 pub struct Peers {
     conns: parking_lot::Mutex<HashMap<String, Arc<Mutex<Conn>>>>,
+    dialer: Dialer,
 }
 
 #[derive(Default)]
 struct Conn {
-    sock: Option<TcpStream>,
+    sock: Option<Stream>,
     correlation: i32,
 }
 
 impl Peers {
+    /// Connections made with `dialer` (the inter-broker listener's).
+    pub fn new(dialer: Dialer) -> Peers {
+        Peers { conns: Default::default(), dialer }
+    }
+
     /// Sends `req` at `version` to the broker at `addr` and waits up to `timeout` for the answer.
     pub async fn call<R: Request>(&self, addr: &str, me: i32, version: i16, req: &R, timeout: Duration) -> Result<R::Response> {
         let conn = self.conns.lock().entry(addr.to_string()).or_default().clone();
         let mut conn = conn.lock().await;
-        let r = tokio::time::timeout(timeout, exchange(&mut conn, addr, me, version, req)).await;
+        let r = tokio::time::timeout(timeout, exchange(&self.dialer, &mut conn, addr, me, version, req)).await;
         match r {
             Ok(Ok(resp)) => Ok(resp),
             Ok(Err(e)) => {
@@ -49,11 +56,9 @@ impl Peers {
     }
 }
 
-async fn exchange<R: Request>(conn: &mut Conn, addr: &str, me: i32, version: i16, req: &R) -> anyhow::Result<R::Response> {
+async fn exchange<R: Request>(dialer: &Dialer, conn: &mut Conn, addr: &str, me: i32, version: i16, req: &R) -> anyhow::Result<R::Response> {
     if conn.sock.is_none() {
-        let s = TcpStream::connect(addr).await?;
-        let _ = s.set_nodelay(true);
-        conn.sock = Some(s);
+        conn.sock = Some(dialer.connect(addr).await?);
     }
     conn.correlation = conn.correlation.wrapping_add(1);
     let correlation = conn.correlation;

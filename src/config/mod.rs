@@ -3,6 +3,7 @@
 //! Every key Sluice knows is in [`KEYS`]. Topic keys name the broker key they fall
 //! back to, so DescribeConfigs can report sources and synonyms the way Kafka does.
 
+pub mod listeners;
 mod settings;
 
 pub use settings::{Settings, STANDARD_AUTHORIZER};
@@ -58,7 +59,47 @@ pub static KEYS: &[KeyDef] = &[
     key!("log.dir", Some("./data"), String, broker, false, "The data directory (log.dirs wins)."),
     key!("process.roles", Some("broker,controller"), List, broker, false, "broker, controller, or both (combined mode)."),
     key!("controller.quorum.voters", Some(""), List, broker, false, "The quorum: id@host:port of every voter. Empty: this node alone."),
-    key!("controller.listener.names", Some("CONTROLLER"), List, broker, false, "The listener name (in listeners) controllers use."),
+    key!("controller.listener.names", Some("CONTROLLER"), List, broker, false, "The listener names (in listeners) controllers use."),
+    key!(
+        "listener.security.protocol.map",
+        Some(listeners::DEFAULT_PROTOCOL_MAP),
+        String,
+        broker,
+        false,
+        "NAME:PROTOCOL for every listener name (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)."
+    ),
+    key!("inter.broker.listener.name", None, String, broker, false, "The listener brokers use to reach each other."),
+    key!("security.inter.broker.protocol", Some("PLAINTEXT"), String, broker, false, "The inter-broker listener by protocol name."),
+    key!("ssl.keystore.type", Some("JKS"), String, broker, false, "PEM or PKCS12 (JKS is refused; a PKCS12 file under JKS is read)."),
+    key!("ssl.keystore.location", None, String, broker, false, "The keystore file: PKCS12, or PEM with key and chain."),
+    key!("ssl.keystore.password", None, String, broker, false, "The PKCS12 keystore's password."),
+    key!("ssl.key.password", None, String, broker, false, "The password of the private key (an encrypted PEM key, or in PKCS12)."),
+    key!("ssl.keystore.key", None, String, broker, false, "Inline PEM private key (ssl.keystore.type=PEM)."),
+    key!("ssl.keystore.certificate.chain", None, String, broker, false, "Inline PEM certificate chain (ssl.keystore.type=PEM)."),
+    key!("ssl.truststore.type", Some("JKS"), String, broker, false, "PEM or PKCS12 (JKS is refused; a PKCS12 file under JKS is read)."),
+    key!("ssl.truststore.location", None, String, broker, false, "The truststore file."),
+    key!("ssl.truststore.password", None, String, broker, false, "The PKCS12 truststore's password."),
+    key!("ssl.truststore.certificates", None, String, broker, false, "Inline PEM trusted certificates (ssl.truststore.type=PEM)."),
+    key!("ssl.client.auth", Some("none"), String, broker, false, "none, requested or required: client certificates on SSL listeners."),
+    key!(
+        "ssl.principal.mapping.rules",
+        Some("DEFAULT"),
+        String,
+        broker,
+        false,
+        "RULE:pattern/replacement/[LU] rules from certificate DN to user name."
+    ),
+    key!("ssl.enabled.protocols", Some("TLSv1.2,TLSv1.3"), List, broker, false, "TLS versions offered."),
+    key!("ssl.protocol", Some("TLSv1.3"), String, broker, false, "The TLS protocol of the SSL context (TLSv1.2 or TLSv1.3)."),
+    key!("ssl.cipher.suites", Some(""), List, broker, false, "Cipher suites offered (empty: rustls' defaults); IANA names."),
+    key!(
+        "ssl.endpoint.identification.algorithm",
+        Some("https"),
+        String,
+        broker,
+        false,
+        "https: check the peer's certificate names the host dialled (inter-broker TLS); empty: do not."
+    ),
     key!(
         "sasl.enabled.mechanisms",
         Some("GSSAPI"),
@@ -351,7 +392,9 @@ impl BrokerConfig {
             self.static_set.insert(key.to_string(), value.to_string());
             return Ok(());
         }
-        let def = broker_key(key).ok_or_else(|| {
+        // `listener.name.<name>.<key>`: a per-listener value of a known key.
+        let inner = listeners::split_listener_key(key).map_or(key, |(_, k)| k);
+        let def = broker_key(inner).ok_or_else(|| {
             if topic_key(key).is_some() {
                 format!("'{key}' is a topic config; set its broker default instead (e.g. log.{key})")
             } else {

@@ -106,7 +106,7 @@ impl Controller {
         }
         let _turn = self.ops.lock().await;
         let r = match req {
-            Request::Register { id, incarnation, host, port, rack, controller } => {
+            Request::Register { id, incarnation, host, port, rack, controller, endpoints } => {
                 self.heartbeats.lock().insert(id, now_ms());
                 // A restarted broker may have lost what it had not flushed: its old self
                 // leaves the ISRs and gives up leadership before the new one registers.
@@ -115,7 +115,7 @@ impl Controller {
                 if restarted && !recs.is_empty() {
                     tracing::info!(broker = id, partitions = recs.len(), "broker restarted: moving its leadership and ISR places");
                 }
-                recs.push(Record::RegisterBroker { id, incarnation, host, port, rack, controller });
+                recs.push(Record::RegisterBroker { id, incarnation, host, port, rack, controller, endpoints });
                 self.quorum.propose(recs).await.map(|epoch| Response::Registered { epoch })
             }
             Request::Heartbeat { id, epoch, applied, shutting_down } => self.heartbeat(id, epoch, applied, shutting_down).await,

@@ -43,6 +43,9 @@ pub enum Request {
         port: i32,
         rack: Option<String>,
         controller: bool,
+        /// Every listener's address (absent from brokers before named listeners).
+        #[serde(default)]
+        endpoints: Vec<crate::metadata::records::Endpoint>,
     },
     Heartbeat {
         id: i32,

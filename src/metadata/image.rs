@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::records::{PartitionState, Record, ScramCredential, ScramMechanism};
+use super::records::{Endpoint, PartitionState, Record, ScramCredential, ScramMechanism};
 use crate::auth::Acls;
 
 /// A registered broker.
@@ -21,12 +21,24 @@ pub struct BrokerInfo {
     pub fenced: bool,
     /// Does this node also vote in the controller quorum?
     pub controller: bool,
+    /// Every listener's address; empty for a broker registered before named listeners.
+    #[serde(default)]
+    pub endpoints: Vec<Endpoint>,
 }
 
 impl BrokerInfo {
-    /// `host:port` of its client listener.
+    /// `host:port` of its inter-broker listener.
     pub fn address(&self) -> String {
         format!("{}:{}", self.host, self.port)
+    }
+
+    /// Its (host, port) on `listener`; a broker registered without endpoints serves every
+    /// listener on its one address.
+    pub fn endpoint(&self, listener: &str) -> Option<(&str, i32)> {
+        if self.endpoints.is_empty() {
+            return Some((&self.host, self.port));
+        }
+        self.endpoints.iter().find(|e| e.listener == listener).map(|e| (e.host.as_str(), e.port))
     }
 }
 
@@ -68,7 +80,7 @@ impl Image {
                     self.cluster_id = Some(id.clone());
                 }
             }
-            Record::RegisterBroker { id, incarnation, host, port, rack, controller } => {
+            Record::RegisterBroker { id, incarnation, host, port, rack, controller, endpoints } => {
                 self.brokers.insert(
                     *id,
                     BrokerInfo {
@@ -80,6 +92,7 @@ impl Image {
                         rack: rack.clone(),
                         fenced: true,
                         controller: *controller,
+                        endpoints: endpoints.clone(),
                     },
                 );
             }
@@ -199,6 +212,7 @@ mod tests {
                     port: 9000 + broker,
                     rack: (broker % 2 == 0).then(|| format!("r{}", broker % 3)),
                     controller: broker < 3,
+                    endpoints: Vec::new(),
                 },
                 // Epochs are offsets: guess one near the present, as real records would name.
                 1 => Record::FenceBroker { id: broker, epoch: rng.below(i as u64 + 2) },
@@ -302,7 +316,15 @@ mod tests {
     #[test]
     fn fencing_names_an_epoch() {
         let mut img = Image::default();
-        let reg = Record::RegisterBroker { id: 1, incarnation: Uuid::nil(), host: "h".into(), port: 1, rack: None, controller: true };
+        let reg = Record::RegisterBroker {
+            id: 1,
+            incarnation: Uuid::nil(),
+            host: "h".into(),
+            port: 1,
+            rack: None,
+            controller: true,
+            endpoints: Vec::new(),
+        };
         img.apply(5, &reg);
         assert!(!img.is_live(1), "a new registration starts fenced");
         img.apply(6, &Record::UnfenceBroker { id: 1, epoch: 4 });

@@ -8,7 +8,7 @@
 //! | record            | meaning                                                         |
 //! |-------------------|-----------------------------------------------------------------|
 //! | `ClusterId`       | the cluster's id, written once by the first active controller   |
-//! | `RegisterBroker`  | a broker (re)joined; its epoch is the record's log offset       |
+//! | `RegisterBroker`  | a broker (re)joined, with its endpoints; its epoch is the record's log offset |
 //! | `FenceBroker`     | the broker may lead nothing (missed heartbeats or shut down)     |
 //! | `UnfenceBroker`   | the broker caught up with the metadata and may serve            |
 //! | `Topic`           | a topic exists, with its id and config overrides                |
@@ -57,24 +57,86 @@ pub struct PartitionState {
     pub removing: Vec<i32>,
 }
 
+/// One address a broker serves on, as Kafka's RegisterBrokerRecord lists them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Endpoint {
+    pub listener: String,
+    pub host: String,
+    pub port: i32,
+    pub security_protocol: crate::config::listeners::SecurityProtocol,
+}
+
 /// One metadata change.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "type")]
 pub enum Record {
-    ClusterId { id: String },
-    RegisterBroker { id: i32, incarnation: Uuid, host: String, port: i32, rack: Option<String>, controller: bool },
-    FenceBroker { id: i32, epoch: u64 },
-    UnfenceBroker { id: i32, epoch: u64 },
-    Topic { name: String, id: Uuid, configs: BTreeMap<String, String> },
-    Partition { topic_id: Uuid, index: i32, state: PartitionState },
-    PartitionChange { topic_id: Uuid, index: i32, state: PartitionState, unclean: bool },
-    RemoveTopic { id: Uuid },
-    TopicConfig { id: Uuid, key: String, value: Option<String> },
-    BrokerConfig { key: String, value: Option<String> },
-    AccessControlEntry { id: Uuid, acl: AclBinding },
-    RemoveAccessControlEntry { id: Uuid },
-    UserScramCredential { name: String, mechanism: ScramMechanism, credential: ScramCredential },
-    RemoveUserScramCredential { name: String, mechanism: ScramMechanism },
+    ClusterId {
+        id: String,
+    },
+    /// `host`/`port` are the inter-broker listener's; `endpoints` every listener's (absent
+    /// in records from before named listeners: then host/port serve every listener).
+    RegisterBroker {
+        id: i32,
+        incarnation: Uuid,
+        host: String,
+        port: i32,
+        rack: Option<String>,
+        controller: bool,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        endpoints: Vec<Endpoint>,
+    },
+    FenceBroker {
+        id: i32,
+        epoch: u64,
+    },
+    UnfenceBroker {
+        id: i32,
+        epoch: u64,
+    },
+    Topic {
+        name: String,
+        id: Uuid,
+        configs: BTreeMap<String, String>,
+    },
+    Partition {
+        topic_id: Uuid,
+        index: i32,
+        state: PartitionState,
+    },
+    PartitionChange {
+        topic_id: Uuid,
+        index: i32,
+        state: PartitionState,
+        unclean: bool,
+    },
+    RemoveTopic {
+        id: Uuid,
+    },
+    TopicConfig {
+        id: Uuid,
+        key: String,
+        value: Option<String>,
+    },
+    BrokerConfig {
+        key: String,
+        value: Option<String>,
+    },
+    AccessControlEntry {
+        id: Uuid,
+        acl: AclBinding,
+    },
+    RemoveAccessControlEntry {
+        id: Uuid,
+    },
+    UserScramCredential {
+        name: String,
+        mechanism: ScramMechanism,
+        credential: ScramCredential,
+    },
+    RemoveUserScramCredential {
+        name: String,
+        mechanism: ScramMechanism,
+    },
 }
 
 /// A SCRAM mechanism Kafka knows, with its type code in the SCRAM admin APIs.

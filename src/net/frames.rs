@@ -34,7 +34,41 @@ impl ReadySource for OwnedReadHalf {
     }
 }
 
-impl<R: ReadySource> FrameReader<R> {
+/// Where a frame reader's bytes come from: waits for bytes and moves them into `buf`,
+/// reserving `want` first (only once bytes are there, for a readiness source).
+pub(crate) trait Source: Send {
+    /// Must be cancel-safe: cancelled, it has moved no bytes.
+    fn fill<'a>(&'a mut self, buf: &'a mut BytesMut, want: usize) -> impl std::future::Future<Output = std::io::Result<usize>> + Send + 'a;
+}
+
+impl<T: ReadySource + Send + Sync> Source for T {
+    async fn fill<'a>(&'a mut self, buf: &'a mut BytesMut, want: usize) -> std::io::Result<usize> {
+        loop {
+            self.readable().await?;
+            buf.reserve(want);
+            match self.try_read_buf(buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                r => return r,
+            }
+        }
+    }
+}
+
+/// A stream that has no readiness to wait on (TLS: plaintext may already sit decrypted in
+/// the session). Between frames it reads only a length prefix's worth, so an idle
+/// connection still holds next to no buffer of its own.
+pub(crate) struct Streamed<R>(pub R);
+
+impl<R: tokio::io::AsyncRead + Unpin + Send> Source for Streamed<R> {
+    async fn fill<'a>(&'a mut self, buf: &'a mut BytesMut, want: usize) -> std::io::Result<usize> {
+        use tokio::io::AsyncReadExt;
+        buf.reserve(if buf.is_empty() { 4 } else { want });
+        // `read_buf` is cancel-safe: cancelled, it has read nothing.
+        self.0.read_buf(buf).await
+    }
+}
+
+impl<R: Source> FrameReader<R> {
     /// Changes the largest frame taken from now on (smaller before SASL authentication).
     pub(crate) fn set_max_frame(&mut self, max_frame: usize) {
         self.max_frame = max_frame;
@@ -59,13 +93,11 @@ impl<R: ReadySource> FrameReader<R> {
                 // idle connection holds no buffer, and the memory goes once they are handled.
                 self.buf = BytesMut::new();
             }
-            self.rd.readable().await?;
-            self.buf.reserve(self.missing().max(READ_AHEAD.min(self.max_frame + 4)));
-            match self.rd.try_read_buf(&mut self.buf) {
+            let want = self.missing().max(READ_AHEAD.min(self.max_frame + 4));
+            match self.rd.fill(&mut self.buf, want).await {
                 Ok(0) if self.buf.is_empty() => return Ok(None),
                 Ok(0) => anyhow::bail!("the client closed the connection in the middle of a frame"),
                 Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                 Err(e) => return Err(e.into()),
             }
         }

@@ -1,16 +1,24 @@
-//! The listener and the per-connection loop. Each connection handles one request
+//! The listeners and the per-connection loop. Each connection handles one request
 //! at a time, as Kafka does, except Produce requests to distinct partitions, which run
 //! side by side; responses always leave in request order.
+//!
+//! Plain listeners send records from segment files with `sendfile`; on TLS listeners the
+//! connection loop is the same code over a TLS stream, and file ranges are read and then
+//! written through TLS (the kernel cannot encrypt what it sends from the page cache
+//! without kTLS).
 
 mod frames;
 mod memory;
 mod quotas;
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::net::IpAddr;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -19,23 +27,45 @@ use tokio::task::JoinHandle;
 use crate::api;
 use crate::auth::sasl::{Outcome, SaslConfig, SaslSession};
 use crate::broker::Broker;
-use frames::FrameReader;
+use crate::transport::principal;
+use crate::transport::tls::ServerTls;
+use frames::{FrameReader, Source, Streamed};
 pub use quotas::ConnectionLimits;
 use quotas::{Admitted, Quotas};
 
 /// How often the accept loop looks at whether a trim of freed memory is due.
 const TRIM_CHECK: Duration = Duration::from_secs(1);
 
-/// Accepts connections within `limits` until `shutdown` turns true, then waits (a bounded
-/// time) for open connections to finish the request they are on.
-/// `sasl` is the listener's SASL settings when its protocol is SASL_PLAINTEXT.
-pub async fn serve(
-    listener: TcpListener,
-    broker: Arc<Broker>,
-    limits: ConnectionLimits,
-    sasl: Option<Arc<SaslConfig>>,
-    mut shutdown: watch::Receiver<bool>,
-) {
+/// How long a client may take over its TLS handshake before its connection is closed.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One listener's socket, what its connections are, and its TLS server side if SSL.
+pub struct Listening {
+    pub socket: TcpListener,
+    /// Copied into every connection; the principal is replaced once a client authenticates.
+    pub session: Arc<api::Session>,
+    pub tls: Option<Arc<ServerTls>>,
+    /// The SASL settings of a SASL_PLAINTEXT or SASL_SSL listener: its connections log in
+    /// before anything but ApiVersions.
+    pub sasl: Option<Arc<SaslConfig>>,
+}
+
+/// The next connection on any of the listeners, with the listener's index.
+fn accept_any(listeners: &[Listening]) -> impl Future<Output = (usize, std::io::Result<(TcpStream, std::net::SocketAddr)>)> + '_ {
+    std::future::poll_fn(move |cx| {
+        for (i, l) in listeners.iter().enumerate() {
+            if let Poll::Ready(r) = l.socket.poll_accept(cx) {
+                return Poll::Ready((i, r));
+            }
+        }
+        Poll::Pending
+    })
+}
+
+/// Accepts connections on every listener within `limits` (counted across all of them)
+/// until `shutdown` turns true, then waits (a bounded time) for open connections to finish
+/// the request they are on.
+pub async fn serve(listeners: Vec<Listening>, broker: Arc<Broker>, limits: ConnectionLimits, mut shutdown: watch::Receiver<bool>) {
     let quotas = Quotas::new(limits);
     let mut conns = tokio::task::JoinSet::new();
     let mut trim_check = tokio::time::interval(TRIM_CHECK);
@@ -43,24 +73,40 @@ pub async fn serve(
     loop {
         tokio::select! {
             // As Kafka's acceptor: at max.connections, take no connection until one closes.
-            accepted = async { (quotas.wait_for_slot().await, listener.accept().await) } => match accepted {
-                (slot, Ok((stream, peer))) => match quotas.admit(slot, peer.ip()) {
+            accepted = async { (quotas.wait_for_slot().await, accept_any(&listeners).await) } => match accepted {
+                (slot, (i, Ok((stream, peer)))) => match quotas.admit(slot, peer.ip()) {
                     Ok(admitted) => {
                         let broker = broker.clone();
                         let shutdown = shutdown.clone();
-                        let session = sasl.clone().map(SaslSession::new);
-                        conns.spawn(async move {
-                            if let Err(e) = connection(stream, broker, shutdown, admitted, session).await {
-                                tracing::debug!(%peer, error = %e, "connection closed");
-                            }
-                        });
+                        let session = listeners[i].session.clone();
+                        let sasl = listeners[i].sasl.clone().map(SaslSession::new);
+                        match listeners[i].tls.clone() {
+                            // No wrapper future around `connection`: a nested async fn keeps its
+                            // arguments beside the inner future, and idle plain connections are
+                            // counted in bytes.
+                            None => conns.spawn(async move {
+                                let r = match plain(stream) {
+                                    Ok((rd, wr, ip)) => connection(rd, wr, ip, session, broker, shutdown, admitted, sasl).await,
+                                    Err(e) => Err(e.into()),
+                                };
+                                if let Err(e) = r {
+                                    tracing::debug!(%peer, error = %e, "connection closed");
+                                }
+                            }),
+                            // Boxed: only TLS connections carry the TLS state in their task.
+                            Some(tls) => conns.spawn(async move {
+                                if let Err(e) = Box::pin(secured(stream, tls, session, broker, shutdown, admitted, sasl)).await {
+                                    tracing::debug!(%peer, error = %e, "connection closed");
+                                }
+                            }),
+                        };
                     }
                     Err(max) => {
                         tracing::info!(%peer, "rejected connection: the address already has the configured maximum of {max} connections (max.connections.per.ip)");
                         drop(stream);
                     }
                 },
-                (_, Err(e)) => {
+                (_, (_, Err(e))) => {
                     tracing::warn!(error = %e, "accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
@@ -82,7 +128,7 @@ pub async fn serve(
             _ = shutdown.changed() => break,
         }
     }
-    drop(listener);
+    drop(listeners);
     let drain = async { while conns.join_next().await.is_some() {} };
     if tokio::time::timeout(Duration::from_secs(5), drain).await.is_err() {
         tracing::warn!("connections still busy after 5 s; shutting down anyway");
@@ -94,26 +140,76 @@ const MAX_SIDE_BY_SIDE: usize = 5;
 
 type Answer = Result<Option<Vec<api::Chunk>>, api::ConnError>;
 
-/// Serves one connection; `_admitted` holds its place in the connection counts until it ends.
-async fn connection(
+/// A plain TCP connection's halves and peer address.
+fn plain(stream: TcpStream) -> std::io::Result<(tokio::net::tcp::OwnedReadHalf, OwnedWriteHalf, IpAddr)> {
+    stream.set_nodelay(true)?;
+    let peer = stream.peer_addr()?.ip();
+    let (rd, wr) = stream.into_split();
+    Ok((rd, wr, peer))
+}
+
+/// Serves one TLS connection: the handshake (a failed one closes only this connection),
+/// the principal of the client certificate, then the same loop as a plain connection.
+async fn secured(
     stream: TcpStream,
+    tls: Arc<ServerTls>,
+    session: Arc<api::Session>,
     broker: Arc<Broker>,
-    mut shutdown: watch::Receiver<bool>,
-    _admitted: Admitted,
-    mut session: Option<SaslSession>,
+    shutdown: watch::Receiver<bool>,
+    admitted: Admitted,
+    sasl: Option<SaslSession>,
 ) -> anyhow::Result<()> {
     stream.set_nodelay(true)?;
     let peer = stream.peer_addr()?.ip();
+    let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.acceptor.accept(stream)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            tracing::info!(%peer, listener = %session.listener, error = %e, "TLS handshake failed; closing that connection");
+            return Ok(());
+        }
+        Err(_) => {
+            tracing::info!(%peer, listener = %session.listener, "no TLS handshake within {HANDSHAKE_TIMEOUT:?}; closing that connection");
+            return Ok(());
+        }
+    };
+    let session = match stream.get_ref().1.peer_certificates().and_then(|c| c.first()) {
+        None => session,
+        Some(cert) => {
+            let Some(dn) = principal::subject_dn(cert) else {
+                tracing::info!(%peer, "the client certificate's subject does not parse; closing that connection");
+                return Ok(());
+            };
+            let Some(name) = tls.mapper.map(&dn) else {
+                tracing::info!(%peer, %dn, "no rule of ssl.principal.mapping.rules applies to the client certificate; closing that connection");
+                return Ok(());
+            };
+            tracing::debug!(%peer, listener = %session.listener, principal = %format!("User:{name}"), "TLS client certificate accepted");
+            Arc::new(api::Session { principal: format!("User:{name}").into(), ..(*session).clone() })
+        }
+    };
+    let (rd, wr) = tokio::io::split(stream);
+    connection(Streamed(rd), wr, peer, session, broker, shutdown, admitted, sasl).await
+}
+
+/// Serves one connection's requests; `_admitted` holds its place in the connection counts
+/// until it ends.
+async fn connection<R: Source, W: Sink>(
+    rd: R,
+    mut wr: W,
+    peer: IpAddr,
+    mut session: Arc<api::Session>,
+    broker: Arc<Broker>,
+    mut shutdown: watch::Receiver<bool>,
+    _admitted: Admitted,
+    mut sasl: Option<SaslSession>,
+) -> anyhow::Result<()> {
     let max_frame = broker.settings().socket_request_max_bytes;
-    let (rd, mut wr) = stream.into_split();
     // Reading is cancel-safe, so it can race the answers below without cutting a frame short.
     let mut frames = FrameReader::new(rd, max_frame);
     // Produce requests in flight, oldest first, with the partitions they write.
     let mut inflight: VecDeque<(api::ProduceTargets, JoinHandle<Answer>)> = VecDeque::new();
-    // Who the requests are made as: anonymous until a SASL login says otherwise.
-    let mut principal = api::Principal::anonymous();
     loop {
-        if let Some(s) = &session {
+        if let Some(s) = &sasl {
             frames.set_max_frame(s.max_frame(max_frame));
         }
         let frame = tokio::select! {
@@ -136,47 +232,35 @@ async fn connection(
             },
             _ = shutdown.changed() => break,
         };
-        if let Some(s) = session.as_mut() {
-            match sasl_gate(s, &frame, &broker) {
-                Outcome::Pass => {}
-                Outcome::Authenticated { reply, principal: who, .. } => {
-                    match api::Principal::parse(&who) {
-                        Ok(p) => principal = p,
-                        Err(e) => {
-                            tracing::warn!(%peer, error = %e, "SASL gave a principal that does not parse; closing connection");
-                            return Ok(());
-                        }
-                    }
-                    while let Some((_, task)) = inflight.pop_front() {
-                        if !send_answer(&mut wr, joined(task.await)).await? {
-                            return Ok(());
-                        }
-                    }
-                    wr.write_all(&reply).await?;
-                    continue;
-                }
-                Outcome::Reply(reply) => {
-                    // SASL answers keep their place in the order, after what is in flight.
-                    while let Some((_, task)) = inflight.pop_front() {
-                        if !send_answer(&mut wr, joined(task.await)).await? {
-                            return Ok(());
-                        }
-                    }
-                    wr.write_all(&reply).await?;
-                    continue;
+        if let Some(s) = sasl.as_mut() {
+            // SASL answers keep their place in the order, after what is in flight.
+            let (reply, close) = match sasl_gate(s, &frame, &broker) {
+                Outcome::Pass => (None, false),
+                Outcome::Reply(reply) => (Some(reply), false),
+                Outcome::Authenticated { reply, principal, .. } => {
+                    tracing::debug!(%peer, listener = %session.listener, %principal, "SASL authentication succeeded");
+                    session = Arc::new(api::Session { principal: principal.into(), ..(*session).clone() });
+                    (Some(reply), false)
                 }
                 Outcome::Close { reply, reason } => {
-                    tracing::info!(%peer, reason = %reason, "SASL authentication failed; closing connection");
-                    while let Some((_, task)) = inflight.pop_front() {
-                        if !send_answer(&mut wr, joined(task.await)).await? {
-                            return Ok(());
-                        }
+                    tracing::info!(%peer, listener = %session.listener, %reason, "SASL authentication failed or out of order; closing connection");
+                    (reply, true)
+                }
+            };
+            if reply.is_some() || close {
+                while let Some((_, task)) = inflight.pop_front() {
+                    if !send_answer(&mut wr, joined(task.await)).await? {
+                        return Ok(());
                     }
-                    if let Some(r) = reply {
-                        wr.write_all(&r).await?;
-                    }
+                }
+                if let Some(r) = reply {
+                    wr.write_all(&r).await?;
+                    wr.flush().await?;
+                }
+                if close {
                     return Ok(());
                 }
+                continue;
             }
         }
         // A request runs once those before it are answered, as in Kafka, except a Produce
@@ -194,13 +278,13 @@ async fn connection(
         match produce {
             Some((t, req)) => {
                 let broker = broker.clone();
-                let principal = principal.clone();
-                inflight.push_back((t, tokio::spawn(async move { api::handle_produce_as(&broker, peer, principal, req).await })));
+                let session = session.clone();
+                inflight.push_back((t, tokio::spawn(async move { api::handle_produce(&broker, &session, peer, req).await })));
             }
             None => {
                 // Boxed: a handler's state (about 2.5 KB) would otherwise be part of every idle
                 // connection's task; boxed, it exists only while a request runs.
-                let answer = Box::pin(api::handle_as(&broker, peer, principal.clone(), frame)).await;
+                let answer = Box::pin(api::handle(&broker, &session, peer, frame)).await;
                 if !send_answer(&mut wr, answer).await? {
                     return Ok(());
                 }
@@ -221,11 +305,7 @@ async fn connection(
 fn sasl_gate(session: &mut SaslSession, frame: &[u8], broker: &Broker) -> Outcome {
     let img = broker.cluster.image();
     let lookup = |user: &str, m| img.scram_credential(user, m).cloned();
-    let out = session.on_frame(frame, crate::clock::now_ms(), &lookup);
-    if let Outcome::Authenticated { principal, .. } = &out {
-        tracing::debug!(%principal, "SASL authentication succeeded");
-    }
-    out
+    session.on_frame(frame, crate::clock::now_ms(), &lookup)
 }
 
 /// Whether a request may start while the `busy` Produce requests run: only a Produce request
@@ -245,16 +325,58 @@ fn joined(r: Result<Answer, tokio::task::JoinError>) -> Answer {
     })
 }
 
+/// Where a connection's answers go: a socket that sends file ranges itself, or a stream
+/// (TLS) that file ranges are copied into.
+trait Sink: AsyncWrite + Unpin + Send {
+    fn send_file<'a>(&'a mut self, slice: &'a crate::log::FileSlice) -> impl Future<Output = std::io::Result<()>> + Send + 'a;
+}
+
+impl Sink for OwnedWriteHalf {
+    async fn send_file<'a>(&'a mut self, slice: &'a crate::log::FileSlice) -> std::io::Result<()> {
+        send_file(self, slice).await
+    }
+}
+
+impl<S: tokio::io::AsyncRead + AsyncWrite + Unpin + Send> Sink for tokio::io::WriteHalf<S> {
+    async fn send_file<'a>(&'a mut self, slice: &'a crate::log::FileSlice) -> std::io::Result<()> {
+        copy_file(self, slice).await
+    }
+}
+
+/// Bytes of a segment file read at a time for a TLS connection.
+const COPY_CHUNK: usize = 64 * 1024;
+
+/// Copies a range of a segment file into `wr` (for TLS). The reads come from the page
+/// cache, where the fetch just found the records.
+async fn copy_file<W: AsyncWrite + Unpin>(wr: &mut W, slice: &crate::log::FileSlice) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; slice.len.min(COPY_CHUNK)];
+    let mut done = 0usize;
+    while done < slice.len {
+        let n = (slice.len - done).min(buf.len());
+        match slice.file.read_at(&mut buf[..n], slice.pos + done as u64)? {
+            0 => return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "segment file shrank during a fetch")),
+            got => {
+                wr.write_all(&buf[..got]).await?;
+                done += got;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Writes an answer; false when the connection is to be closed.
-async fn send_answer(wr: &mut OwnedWriteHalf, answer: Answer) -> anyhow::Result<bool> {
+async fn send_answer<W: Sink>(wr: &mut W, answer: Answer) -> anyhow::Result<bool> {
     match answer {
         Ok(Some(chunks)) => {
             for c in chunks {
                 match c {
                     api::Chunk::Bytes(b) => wr.write_all(&b).await?,
-                    api::Chunk::File(f) => send_file(wr, &f).await?,
+                    api::Chunk::File(f) => wr.send_file(&f).await?,
                 }
             }
+            // A TLS stream holds the last records until flushed; a socket has nothing to flush.
+            wr.flush().await?;
             Ok(true)
         }
         Ok(None) => Ok(true),

@@ -9,13 +9,13 @@ use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, RequestHeader, ResponseHeader, TopicName};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use crate::clock::now_ms;
 use crate::cluster::Cluster;
 use crate::error::Error;
 use crate::partition::Partition;
+use crate::transport::Stream;
 
 /// Fetch v12: the first with diverging epochs, the last that names topics.
 const FETCH_VERSION: i16 = 12;
@@ -31,7 +31,7 @@ pub struct Settings {
 
 /// Runs until the partition list becomes empty or the task is aborted.
 pub async fn run(leader: i32, cluster: Arc<Cluster>, mut parts: watch::Receiver<Vec<Arc<Partition>>>, s: Settings) {
-    let mut conn: Option<TcpStream> = None;
+    let mut conn: Option<Stream> = None;
     let mut correlation = 0i32;
     loop {
         let list = parts.borrow_and_update().clone();
@@ -47,11 +47,8 @@ pub async fn run(leader: i32, cluster: Arc<Cluster>, mut parts: watch::Receiver<
             continue;
         };
         if conn.is_none() {
-            match tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(&addr)).await {
-                Ok(Ok(c)) => {
-                    let _ = c.set_nodelay(true);
-                    conn = Some(c);
-                }
+            match tokio::time::timeout(Duration::from_secs(2), cluster.links.inter_broker.connect(&addr)).await {
+                Ok(Ok(c)) => conn = Some(c),
                 _ => {
                     tokio::time::sleep(Duration::from_millis(200)).await;
                     continue;
@@ -126,7 +123,7 @@ fn build_request(list: &[Arc<Partition>], s: &Settings) -> (FetchRequest, Vec<i3
 }
 
 /// Sends one request and reads its response.
-async fn exchange(sock: &mut TcpStream, correlation: i32, req: &FetchRequest, me: i32) -> anyhow::Result<FetchResponse> {
+async fn exchange(sock: &mut Stream, correlation: i32, req: &FetchRequest, me: i32) -> anyhow::Result<FetchResponse> {
     let mut body = BytesMut::new();
     RequestHeader::default()
         .with_request_api_key(1)
