@@ -1,4 +1,4 @@
-"""TLS and named listeners with librdkafka (confluent-kafka): SSL produce/consume with PEM
+"""TLS and named listeners with librdkafka (confluent-kafka): SSL and SASL_SSL produce/consume with PEM
 and PKCS12 keystores, mTLS (ssl.client.auth=required) and the certificate's principal,
 untrusted CAs, garbage on the TLS port, and Metadata answering on the listener asked.
 Certificates are made with `openssl` in a temp dir."""
@@ -10,7 +10,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from conftest import free_port
@@ -284,3 +284,60 @@ def test_a_cluster_whose_broker_and_controller_links_are_tls_replicates(start_cl
         time.sleep(0.2)
     assert len(p.isrs) == 3, f"followers did not catch up over TLS: isr {p.isrs}"
     roundtrip(conf, topic)
+
+
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+        'user_admin="admin-secret";')
+
+
+def test_sasl_ssl_with_scram_and_plain(brokers, certs):
+    """SASL_SSL is TLS first, then the SASL login: SCRAM-SHA-512 (user made over the plain
+    listener) and PLAIN work; a wrong password fails."""
+    from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+    plain, port = free_port(), free_port()
+    brokers(pem_settings(certs, port, plain, **{
+        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{port}",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS}))
+    a = AdminClient({"bootstrap.servers": f"127.0.0.1:{plain}"})
+    up = UserScramCredentialUpsertion("alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"alice-secret")
+    for f in a.alter_user_scram_credentials([up]).values():
+        f.result(timeout=20)
+    sasl = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice"}
+    roundtrip(client_conf(certs, port, **sasl, **{"sasl.password": "alice-secret"}))
+    roundtrip(client_conf(certs, port, **{"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+                                          "sasl.username": "admin", "sasl.password": "admin-secret"}))
+    fails_to_connect(client_conf(certs, port, **sasl, **{"sasl.password": "wrong"}))
+
+
+def test_a_client_certificate_principal_is_what_acls_name(brokers, certs):
+    """With the authorizer on, alice's certificate principal may write the prefix an ACL
+    grants it, and nothing else."""
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, NewTopic,
+                                       ResourcePatternType, ResourceType)
+    plain, port = free_port(), free_port()
+    brokers(pem_settings(certs, port, plain, **{
+        "ssl.client.auth": "required",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:ANONYMOUS"}))
+    a = AdminClient({"bootstrap.servers": f"127.0.0.1:{plain}"})
+    mine, other = f"alice.{uuid.uuid4().hex[:6]}", f"bob.{uuid.uuid4().hex[:6]}"
+    for t, f in a.create_topics([NewTopic(mine, 1, 1), NewTopic(other, 1, 1)]).items():
+        f.result(timeout=20)
+    alice = "User:CN=alice,OU=eng,O=acme,C=US"
+    acls = [AclBinding(ResourceType.TOPIC, "alice.", ResourcePatternType.PREFIXED, alice, "*", op, AclPermissionType.ALLOW)
+            for op in (AclOperation.WRITE, AclOperation.DESCRIBE)]
+    for f in a.create_acls(acls).values():
+        f.result(timeout=20)
+    conf = client_conf(certs, port, **{"ssl.certificate.location": str(certs / "alice.pem"),
+                                       "ssl.key.location": str(certs / "alice.key"), "message.timeout.ms": 8000})
+    for topic, ok in ((mine, True), (other, False)):
+        errs = []
+        p = Producer(conf)
+        p.produce(topic, b"x", on_delivery=lambda err, msg: errs.append(err))
+        p.flush(15)
+        assert len(errs) == 1, errs
+        if ok:
+            assert errs[0] is None, errs
+        else:
+            assert errs[0] is not None and errs[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, errs
