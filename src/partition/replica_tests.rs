@@ -55,7 +55,7 @@ fn a_divergent_follower_truncates_and_then_matches_the_leader_byte_for_byte() {
     b1.set_replica_state(&state(1, 0, &[1, 2]), 1);
     b2.set_replica_state(&state(1, 0, &[1, 2]), 2);
     for i in 0..3 {
-        b1.append(&batch(0 * 100 + i), 1, 1000).unwrap();
+        b1.append(&batch(i), 1, 1000).unwrap();
     }
     while fetch_round(&b1, &b2, 2, 1000) {}
     assert_eq!(log_bytes(&b1), log_bytes(&b2));
