@@ -207,9 +207,9 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
             let socket = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr} ({})", l.name))?;
             let tls = if l.protocol.tls() { Some(Arc::new(tls::server(&cfg, &l.name)?)) } else { None };
             let sasl = if l.protocol.sasl() {
-                // Brokers do not log in to each other yet: their own links need a listener
-                // without SASL.
-                if l.name == listeners.inter_broker {
+                // Brokers do not log in to each other yet: in a cluster their own links need a
+                // listener without SASL (a single node has no such links).
+                if l.name == listeners.inter_broker && !voters.is_empty() {
                     bail!("listener {}: SASL on the inter-broker listener is not built yet; give brokers a PLAINTEXT or SSL listener (inter.broker.listener.name)", l.name);
                 }
                 let sasl = sluice::auth::sasl::SaslConfig::for_listener(&cfg, &l.name).map_err(anyhow::Error::msg)?;

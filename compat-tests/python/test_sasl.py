@@ -27,7 +27,10 @@ class SaslBroker(Broker):
             i = cmd.index(flag)
             del cmd[i:i + 2]
         listener = f"SASL_PLAINTEXT://{self.bootstrap}"
-        return cmd + ["--set", f"listeners={listener}", "--set", f"advertised.listeners={listener}"]
+        # Kafka's rule: the inter-broker listener must be one of them (a single node has no
+        # inter-broker links, so SASL there needs no broker credentials).
+        return cmd + ["--set", f"listeners={listener}", "--set", f"advertised.listeners={listener}",
+                      "--set", "security.inter.broker.protocol=SASL_PLAINTEXT"]
 
 
 @pytest.fixture

@@ -79,7 +79,8 @@ pub async fn serve(listeners: Vec<Listening>, broker: Arc<Broker>, limits: Conne
                         let broker = broker.clone();
                         let shutdown = shutdown.clone();
                         let session = listeners[i].session.clone();
-                        let sasl = listeners[i].sasl.clone().map(SaslSession::new);
+                        // Boxed: an idle plain connection's task holds only the pointer's room.
+                        let sasl = listeners[i].sasl.clone().map(|c| Box::new(SaslSession::new(c)));
                         match listeners[i].tls.clone() {
                             // No wrapper future around `connection`: a nested async fn keeps its
                             // arguments beside the inner future, and idle plain connections are
@@ -157,7 +158,7 @@ async fn secured(
     broker: Arc<Broker>,
     shutdown: watch::Receiver<bool>,
     admitted: Admitted,
-    sasl: Option<SaslSession>,
+    sasl: Option<Box<SaslSession>>,
 ) -> anyhow::Result<()> {
     stream.set_nodelay(true)?;
     let peer = stream.peer_addr()?.ip();
@@ -201,7 +202,7 @@ async fn connection<R: Source, W: Sink>(
     broker: Arc<Broker>,
     mut shutdown: watch::Receiver<bool>,
     _admitted: Admitted,
-    mut sasl: Option<SaslSession>,
+    mut sasl: Option<Box<SaslSession>>,
 ) -> anyhow::Result<()> {
     let max_frame = broker.settings().socket_request_max_bytes;
     // Reading is cancel-safe, so it can race the answers below without cutting a frame short.
@@ -233,34 +234,11 @@ async fn connection<R: Source, W: Sink>(
             _ = shutdown.changed() => break,
         };
         if let Some(s) = sasl.as_mut() {
-            // SASL answers keep their place in the order, after what is in flight.
-            let (reply, close) = match sasl_gate(s, &frame, &broker) {
-                Outcome::Pass => (None, false),
-                Outcome::Reply(reply) => (Some(reply), false),
-                Outcome::Authenticated { reply, principal, .. } => {
-                    tracing::debug!(%peer, listener = %session.listener, %principal, "SASL authentication succeeded");
-                    session = Arc::new(api::Session { principal: principal.into(), ..(*session).clone() });
-                    (Some(reply), false)
-                }
-                Outcome::Close { reply, reason } => {
-                    tracing::info!(%peer, listener = %session.listener, %reason, "SASL authentication failed or out of order; closing connection");
-                    (reply, true)
-                }
-            };
-            if reply.is_some() || close {
-                while let Some((_, task)) = inflight.pop_front() {
-                    if !send_answer(&mut wr, joined(task.await)).await? {
-                        return Ok(());
-                    }
-                }
-                if let Some(r) = reply {
-                    wr.write_all(&r).await?;
-                    wr.flush().await?;
-                }
-                if close {
-                    return Ok(());
-                }
-                continue;
+            // Boxed, as the handlers are: the login's state is no part of an idle connection.
+            match Box::pin(sasl_turn(s, &frame, &broker, &mut session, &mut inflight, &mut wr, peer)).await? {
+                Turn::Pass => {}
+                Turn::Answered => continue,
+                Turn::Close => return Ok(()),
             }
         }
         // A request runs once those before it are answered, as in Kafka, except a Produce
@@ -298,6 +276,52 @@ async fn connection<R: Source, W: Sink>(
         }
     }
     Ok(())
+}
+
+/// What a frame on a SASL listener came to.
+enum Turn {
+    /// An ordinary request of an authenticated connection (or ApiVersions): serve it.
+    Pass,
+    /// A SASL request, answered.
+    Answered,
+    /// The login failed or was out of order: the connection ends.
+    Close,
+}
+
+/// Runs one frame through the connection's SASL session. Its answer keeps its place in the
+/// order, after the Produce requests in flight; a login sets the connection's principal.
+async fn sasl_turn<W: Sink>(
+    sasl: &mut SaslSession,
+    frame: &[u8],
+    broker: &Broker,
+    session: &mut Arc<api::Session>,
+    inflight: &mut VecDeque<(api::ProduceTargets, JoinHandle<Answer>)>,
+    wr: &mut W,
+    peer: IpAddr,
+) -> anyhow::Result<Turn> {
+    let (reply, close) = match sasl_gate(sasl, frame, broker) {
+        Outcome::Pass => return Ok(Turn::Pass),
+        Outcome::Reply(reply) => (Some(reply), false),
+        Outcome::Authenticated { reply, principal, .. } => {
+            tracing::debug!(%peer, listener = %session.listener, %principal, "SASL authentication succeeded");
+            *session = Arc::new(api::Session { principal: principal.into(), ..(**session).clone() });
+            (Some(reply), false)
+        }
+        Outcome::Close { reply, reason } => {
+            tracing::info!(%peer, listener = %session.listener, %reason, "SASL authentication failed or out of order; closing connection");
+            (reply, true)
+        }
+    };
+    while let Some((_, task)) = inflight.pop_front() {
+        if !send_answer(wr, joined(task.await)).await? {
+            return Ok(Turn::Close);
+        }
+    }
+    if let Some(r) = reply {
+        wr.write_all(&r).await?;
+        wr.flush().await?;
+    }
+    Ok(if close { Turn::Close } else { Turn::Answered })
 }
 
 /// Passes one frame of a connection on a SASL listener through its session, with the
