@@ -6,6 +6,7 @@
 
 pub mod acl;
 pub mod authorizer;
+pub mod credential;
 pub mod jaas;
 pub mod plain;
 pub mod sasl;

@@ -21,8 +21,8 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use super::plain::{self, PlainUsers};
 use super::scram::{self, Failure, ScramServer};
 use super::Step;
+use crate::auth::credential::{ScramCredential, ScramMechanism};
 use crate::error::Error;
-use crate::metadata::records::{ScramCredential, ScramMechanism};
 
 /// What a listener's SASL accepts.
 #[derive(Debug, Clone)]

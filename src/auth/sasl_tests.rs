@@ -11,7 +11,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use super::plain::PlainUsers;
 use super::sasl::{Outcome, SaslConfig, SaslSession};
 use super::scram;
-use crate::metadata::records::{ScramCredential, ScramMechanism};
+use crate::auth::credential::{ScramCredential, ScramMechanism};
 
 fn config(reauth_ms: i64) -> Arc<SaslConfig> {
     let enabled = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"].map(String::from).to_vec();

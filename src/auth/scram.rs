@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256, Sha512};
 use subtle::ConstantTimeEq;
 
 use super::Step;
-use crate::metadata::records::{ScramCredential, ScramMechanism};
+use crate::auth::credential::{ScramCredential, ScramMechanism};
 
 /// The fewest iterations Kafka accepts for either mechanism.
 pub const MIN_ITERATIONS: i32 = 4096;
