@@ -9,18 +9,17 @@
 //! | layer | modules | holds |
 //! |---|---|---|
 //! | 1 | `clock`, `error`, `config` | time as an input, the one error-to-code mapping, every key with Kafka's defaults and the typed `Settings` |
-//! | 2 | `log`, `auth`, `transport` | segments, indexes, cleaner; byte formats (batches, records, control batches, producer state); the ACL index and Kafka's authorizer decision, SASL mechanisms; TCP or TLS streams, TLS contexts, principals, dialing peers |
+//! | 2 | `log`, `auth`, `transport` | segments, indexes, cleaner; byte formats (batches, records, control batches, producer state); the ACL index and Kafka's authorizer decision, the SCRAM credential, the SASL session and its mechanisms (pure state machines); TCP or TLS streams, TLS contexts, principals, dialing peers |
 //! | 3 | `metadata` | metadata records, the image, its published snapshots, name rules |
-//! | 4 | `auth` | the SASL session and its mechanisms (PLAIN, SCRAM), as pure state machines |
-//! | 5 | `partition` | one partition's replica state and ISR bookkeeping, the replica manager, fetch watchers, the coordinators' interface |
-//! | 6 | `controller` | the Raft metadata quorum and the active controller |
-//! | 7 | `cluster` | a broker's registration, heartbeats, controller calls, peer connections |
-//! | 8 | `replication` | follower fetchers and the leader's ISR change requests |
-//! | 9 | `group`, `txn` | the coordinators, through `partition::InternalPartitions` / `txn::TxnHost` |
-//! | 10 | `broker` | wiring: builds the services and implements the coordinators' interfaces |
-//! | 11 | `api`, `metrics` | one handler per API family; the metrics page |
-//! | 12 | `net` | listener and connection loop |
-//! | 13 | `dev_cluster` | the local multi-node cluster command |
+//! | 4 | `partition` | one partition's replica state and ISR bookkeeping, the replica manager, fetch watchers, the coordinators' interface |
+//! | 5 | `controller` | the Raft metadata quorum and the active controller |
+//! | 6 | `cluster` | a broker's registration, heartbeats, controller calls, peer connections |
+//! | 7 | `replication` | follower fetchers and the leader's ISR change requests |
+//! | 8 | `group`, `txn` | the coordinators, through `partition::InternalPartitions` / `txn::TxnHost` |
+//! | 9 | `broker` | wiring: builds the services and implements the coordinators' interfaces |
+//! | 10 | `api`, `metrics` | one handler per API family; the metrics page |
+//! | 11 | `net` | listener and connection loop |
+//! | 12 | `dev_cluster` | the local multi-node cluster command |
 
 pub mod api;
 pub mod auth;
@@ -49,7 +48,6 @@ pub const LAYERS: &[&[&str]] = &[
     &["clock", "error", "config", "testing"],
     &["log", "auth", "transport"],
     &["metadata"],
-    &["auth"],
     &["partition"],
     &["controller"],
     &["cluster"],
