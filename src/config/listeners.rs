@@ -203,7 +203,12 @@ impl Listeners {
     /// This node's listeners, with every rule Kafka checks at startup for the given roles.
     pub fn from_config(cfg: &BrokerConfig, is_broker: bool, is_controller: bool) -> Result<Listeners, ListenerError> {
         let map = protocol_map(cfg)?;
+        // At its default (a PLAINTEXT client listener; config.toml spells the default out),
+        // `listeners` means nothing to a controller-only node: it serves the quorum on its
+        // voter address (Sluice's shorthand).
         let raw = cfg.get("listeners");
+        let default = super::broker_key("listeners").and_then(|d| d.default).unwrap_or_default();
+        let raw = if is_controller && !is_broker && raw == default { String::new() } else { raw };
         let bind = parse_list("listeners", &raw, &map)?;
         check_distinct("listeners", &bind, &raw)?;
         let controller_names: Vec<String> = csv(&cfg.get("controller.listener.names")).map(str::to_ascii_uppercase).collect();
