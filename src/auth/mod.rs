@@ -1,11 +1,13 @@
 //! Security: authentication (the SASL session a connection runs before its first
 //! ordinary request, and its mechanisms: PLAIN against the listener's JAAS users, SCRAM
-//! against the credentials in the metadata image) and authorization (the ACL vocabulary,
+//! against the credentials in the metadata image; the client side a broker logs in to
+//! other brokers with) and authorization (the ACL vocabulary,
 //! the index the metadata image keeps, and the `StandardAuthorizer` decision). Pure state
 //! machines and data: the connection loop feeds them frames and sends what they return.
 
 pub mod acl;
 pub mod authorizer;
+pub mod client;
 pub mod credential;
 pub mod jaas;
 pub mod plain;

@@ -146,6 +146,11 @@ fn sasl_name_to_user(name: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// A user name as RFC 5802's saslname: `=` as `=3D` and `,` as `=2C`.
+pub fn user_to_sasl_name(user: &str) -> String {
+    user.replace('=', "=3D").replace(',', "=2C")
+}
+
 impl ScramServer {
     /// A new exchange for `mechanism`.
     pub fn new(mechanism: ScramMechanism) -> ScramServer {

@@ -117,6 +117,22 @@ pub static KEYS: &[KeyDef] = &[
         "A SASL session's lifetime before the client must re-authenticate (KIP-368); 0: never."
     ),
     key!(
+        "sasl.mechanism.inter.broker.protocol",
+        Some("GSSAPI"),
+        String,
+        broker,
+        false,
+        "The SASL mechanism brokers log in to each other with on a SASL inter-broker listener (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)."
+    ),
+    key!(
+        "sasl.mechanism.controller.protocol",
+        Some("GSSAPI"),
+        String,
+        broker,
+        false,
+        "The SASL mechanism for a SASL controller listener (Sluice's controller listener takes PLAINTEXT or SSL only)."
+    ),
+    key!(
         "sasl.server.max.receive.size",
         Some("524288"),
         Int,
@@ -182,14 +198,6 @@ pub static KEYS: &[KeyDef] = &[
     ),
     key!("super.users", Some(""), String, broker, false, "Principals allowed everything, separated by semicolons (User:admin;User:ops)."),
     key!("allow.everyone.if.no.acl.found", Some("false"), Boolean, broker, false, "Allow access to a resource that has no ACL at all."),
-    key!(
-        "inter.broker.principal",
-        Some("User:sluice-broker"),
-        String,
-        broker,
-        false,
-        "Sluice's own key: the super-user principal of other brokers' connections (replica fetch, markers) until listeners authenticate them."
-    ),
     key!("message.max.bytes", Some("1048588"), Int, broker, true, "Largest record batch accepted."),
     key!("log.segment.bytes", Some("1073741824"), Int, broker, true, "Segment size before a roll."),
     key!("log.roll.ms", None, Long, broker, true, "Segment age before a roll (log.roll.hours if unset)."),
