@@ -1,42 +1,12 @@
 //! The authorization checks handlers make: one per resource a request names, with the
 //! operation Kafka's `KafkaApis` checks. Without `authorizer.class.name` every check
-//! passes, as in Kafka without an authorizer.
-
-use std::net::IpAddr;
-use std::sync::Arc;
+//! passes, as in Kafka without an authorizer. Principals come only from authentication:
+//! other brokers are whoever their links logged in as (`User:ANONYMOUS` over PLAINTEXT).
 
 use super::Ctx;
 use crate::auth::acl::CLUSTER_NAME;
-use crate::auth::{Authorizer, Operation, Principal, Requester, ResourceType};
-use crate::broker::Broker;
+use crate::auth::{Authorizer, Operation, Requester, ResourceType};
 use crate::error::Error;
-
-/// The client ids other Sluice brokers connect with (peer calls, replica fetchers).
-const PEER_CLIENT_IDS: [&str; 2] = ["sluice-broker-", "sluice-replica-"];
-
-/// The principal a request acts as. An unauthenticated connection from another broker
-/// (its client id names a registered broker whose host is the peer's address) acts as
-/// `inter.broker.principal`, a super user, so replication and transaction markers keep
-/// working with ACLs on. This is the interim identity of plaintext inter-broker traffic
-/// until listeners authenticate brokers; an authenticated principal is kept as it is.
-pub(super) fn effective_principal(broker: &Arc<Broker>, client_id: &str, peer: IpAddr, principal: Principal) -> Principal {
-    if principal != Principal::anonymous() {
-        return principal;
-    }
-    let Some(id) = PEER_CLIENT_IDS.iter().find_map(|p| client_id.strip_prefix(p)).and_then(|n| n.parse::<i32>().ok()) else {
-        return principal;
-    };
-    let img = broker.cluster.image();
-    let from_that_broker = img
-        .brokers
-        .get(&id)
-        .is_some_and(|b| b.host.parse::<IpAddr>().map(|ip| ip == peer).unwrap_or(b.host == "localhost" && peer.is_loopback()));
-    if !from_that_broker {
-        return principal;
-    }
-    let settings = broker.settings();
-    Principal::parse(&settings.inter_broker_principal).unwrap_or(principal)
-}
 
 impl Ctx<'_> {
     fn requester(&self) -> Requester<'_> {

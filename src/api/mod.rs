@@ -86,8 +86,7 @@ pub struct Ctx<'a> {
     /// The peer, as `/ip` the way Kafka shows client hosts.
     pub client_host: String,
     /// Who the connection authenticated as (`User:ANONYMOUS` without authentication);
-    /// ACLs are checked against it. Other brokers' connections act as
-    /// `inter.broker.principal` (see [`authz::effective_principal`]).
+    /// ACLs are checked against it, other brokers' links included.
     pub principal: Principal,
     /// `principal` as `Type:name`, the form ACLs and `super.users` name it in.
     principal_id: String,
@@ -103,7 +102,6 @@ impl<'a> Ctx<'a> {
     pub fn new(broker: &'a Arc<Broker>, session: &Session, version: i16, client_id: String, peer: std::net::IpAddr) -> Ctx<'a> {
         // Session principals are made by this broker (TLS mapping, SASL) as `Type:name`.
         let principal = Principal::parse(&session.principal).unwrap_or_else(|_| Principal::anonymous());
-        let principal = authz::effective_principal(broker, &client_id, peer, principal);
         Ctx {
             broker,
             version,

@@ -44,11 +44,9 @@ pub struct Settings {
     pub min_insync_replicas: usize,
     /// `authorizer.class.name` is Kafka's StandardAuthorizer: requests are checked against ACLs.
     pub authorizer_enabled: bool,
-    /// `super.users`, each as `Type:name`, and the inter-broker principal.
+    /// `super.users`, each as `Type:name`.
     pub super_users: Vec<String>,
     pub allow_everyone_if_no_acl_found: bool,
-    /// The principal other brokers' connections act as (see `inter.broker.principal`).
-    pub inter_broker_principal: String,
 }
 
 /// The `authorizer.class.name` that turns authorization on.
@@ -81,15 +79,13 @@ impl Settings {
             STANDARD_AUTHORIZER => true,
             other => return Err(format!("unknown authorizer.class.name '{other}': only {STANDARD_AUTHORIZER} is supported")),
         };
-        let inter_broker_principal = principal(config.get("inter.broker.principal").trim(), "inter.broker.principal")?;
-        let mut super_users = config
+        let super_users = config
             .get("super.users")
             .split(';')
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .map(|s| principal(s, "super.users"))
             .collect::<Result<Vec<_>, _>>()?;
-        super_users.push(inter_broker_principal.clone());
         let positive_i32 = |k: &str| int(k).map(|v| v.clamp(1, i32::MAX as i64) as i32);
         Ok(Settings {
             group_min_session_timeout_ms: int("group.min.session.timeout.ms")?.clamp(0, i32::MAX as i64) as i32,
@@ -133,7 +129,6 @@ impl Settings {
             authorizer_enabled,
             super_users,
             allow_everyone_if_no_acl_found: boolean("allow.everyone.if.no.acl.found")?,
-            inter_broker_principal,
         })
     }
 }
