@@ -7,11 +7,13 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 
+use sluice::auth::client::Login;
+use sluice::auth::credential::AddScram;
 use sluice::broker::{Broker, Identity};
 use sluice::cluster::{Cluster, Links};
 use sluice::config::listeners::Listeners;
 use sluice::config::{self, BrokerConfig};
-use sluice::metadata::records::Endpoint;
+use sluice::metadata::records::{Endpoint, Record};
 use sluice::transport::{tls, Dialer};
 use std::sync::Arc;
 
@@ -49,6 +51,9 @@ struct DevClusterArgs {
     /// A config key for every node, e.g. --set min.insync.replicas=2; {node.id} in a value becomes the node's id. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
+    /// plaintext; sasl_ssl: TLS everywhere, SCRAM-SHA-512 for clients and brokers, ACLs on, an admin user; ssl: mutual TLS.
+    #[arg(long, default_value = "plaintext", value_parser = ["plaintext", "ssl", "sasl_ssl"])]
+    security: String,
 }
 
 #[derive(Args, Clone, Default)]
@@ -71,6 +76,10 @@ struct ServeArgs {
     /// Any config key by its Kafka name, e.g. --set num.partitions=3. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
+    /// A SCRAM credential a new cluster starts with, as kafka-storage format takes it:
+    /// 'SCRAM-SHA-512=[name=alice,password=alice-secret]'. Ignored once the cluster exists. Repeatable.
+    #[arg(long = "add-scram", value_name = "MECHANISM=[name=U,password=P]")]
+    add_scram: Vec<String>,
 }
 
 fn split_host_port(s: &str) -> anyhow::Result<(String, u16)> {
@@ -127,6 +136,7 @@ fn main() -> anyhow::Result<()> {
                 data_dir: d.data_dir,
                 host: d.host,
                 set: d.set,
+                security: d.security.parse().map_err(anyhow::Error::msg)?,
             })
         }
         None => cli.serve,
@@ -134,8 +144,9 @@ fn main() -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     raise_fd_limit();
     let cfg = build_config(&args)?;
+    let formation = args.add_scram.iter().map(|s| AddScram::parse(s)).collect::<Result<Vec<_>, _>>().map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(serve(cfg, started))
+    runtime.block_on(serve(cfg, started, formation))
 }
 
 fn resolve(hp: &str) -> anyhow::Result<SocketAddr> {
@@ -153,7 +164,7 @@ fn parse_voters(s: &str) -> anyhow::Result<BTreeMap<i32, SocketAddr>> {
     Ok(out)
 }
 
-async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result<()> {
+async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<AddScram>) -> anyhow::Result<()> {
     let node_id: i32 = cfg.get("node.id").parse().context("node.id")?;
     // Every role decides by the typed settings: a value that does not parse stops startup.
     sluice::config::Settings::from_config(&cfg).map_err(anyhow::Error::msg)?;
@@ -163,6 +174,9 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
     }
     let is_broker = roles.iter().any(|r| r == "broker");
     let is_controller = roles.iter().any(|r| r == "controller");
+    if !formation.is_empty() && !is_controller {
+        bail!("--add-scram seeds the metadata log of a new cluster: give it to the controllers, not to a broker-only node");
+    }
     let data_dir = PathBuf::from(cfg.get("log.dirs").split(',').next().unwrap_or("./data").trim());
     std::fs::create_dir_all(&data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
     let voters = parse_voters(&cfg.get("controller.quorum.voters"))?;
@@ -180,6 +194,29 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
     } else {
         listeners.controller_protocol().map_err(anyhow::Error::msg)?
     };
+    if controller_protocol.sasl() {
+        bail!(
+            "controller listener {controller_name}: SASL on the controller listener is not built; give it SSL (with ssl.client.auth=required, so only nodes holding a certificate of your CA reach the quorum) or PLAINTEXT"
+        );
+    }
+    // Brokers log in to each other on a SASL inter-broker listener, as Kafka's do; a single
+    // node has no such links.
+    let inter_broker_login = if is_broker && listeners.inter_broker_protocol.sasl() && !voters.is_empty() {
+        let login =
+            Login::for_listener(&cfg, &listeners.inter_broker, "sasl.mechanism.inter.broker.protocol").map_err(anyhow::Error::msg)?;
+        let served = sluice::auth::sasl::SaslConfig::for_listener(&cfg, &listeners.inter_broker).map_err(anyhow::Error::msg)?;
+        if !served.enabled.contains(&login.mechanism) {
+            bail!(
+                "sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms when SASL is used for inter-broker communication ({} is not enabled on listener {})",
+                login.mechanism,
+                listeners.inter_broker
+            );
+        }
+        tracing::info!(listener = %listeners.inter_broker, mechanism = %login.mechanism, user = %login.username, "brokers log in to each other with SASL");
+        Some(Arc::new(login))
+    } else {
+        None
+    };
     let links = Links {
         controller: Dialer::for_listener(&cfg, &listeners.controller_names[0], controller_protocol)?,
         inter_broker: if is_broker {
@@ -187,6 +224,7 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
         } else {
             Dialer::plaintext()
         },
+        inter_broker_login,
     };
     let connection_limits = sluice::net::ConnectionLimits::from_config(&cfg).map_err(anyhow::Error::msg)?;
     if voters.is_empty() && !(is_broker && is_controller) {
@@ -207,11 +245,6 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
             let socket = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr} ({})", l.name))?;
             let tls = if l.protocol.tls() { Some(Arc::new(tls::server(&cfg, &l.name)?)) } else { None };
             let sasl = if l.protocol.sasl() {
-                // Brokers do not log in to each other yet: in a cluster their own links need a
-                // listener without SASL (a single node has no such links).
-                if l.name == listeners.inter_broker && !voters.is_empty() {
-                    bail!("listener {}: SASL on the inter-broker listener is not built yet; give brokers a PLAINTEXT or SSL listener (inter.broker.listener.name)", l.name);
-                }
                 let sasl = sluice::auth::sasl::SaslConfig::for_listener(&cfg, &l.name).map_err(anyhow::Error::msg)?;
                 tracing::info!(listener = %l.name, mechanisms = ?sasl.enabled, "SASL authentication on the listener");
                 Some(Arc::new(sasl))
@@ -244,6 +277,12 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant) -> anyhow::Result
             }),
         );
         let c = sluice::controller::Controller::new(quorum, cfg.clone());
+        c.add_on_formation(
+            formation
+                .iter()
+                .map(|a| Record::UserScramCredential { name: a.name.clone(), mechanism: a.mechanism, credential: a.credential() })
+                .collect(),
+        );
         if voters.is_empty() {
             // A data dir from before the metadata log: carry its topics over.
             if let Some(recs) = sluice::metadata::legacy_records(&data_dir, node_id)? {

@@ -96,7 +96,7 @@ impl Broker {
             partitions: s.transaction_state_log_num_partitions,
         });
         let replication = crate::replication::Replication::new(identity.node_id, cluster.clone());
-        let peers = peer::Peers::new(cluster.links.inter_broker.clone());
+        let peers = peer::Peers::new(cluster.links.clone());
         let broker = Broker {
             groups,
             txns,

@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use crate::auth::client::Login;
 use crate::controller::rpc::{Request, Response};
 use crate::controller::{net, Controller};
 use crate::error::{Error, Result};
@@ -18,6 +19,7 @@ use crate::metadata::published::Published;
 use crate::metadata::records::Endpoint;
 use crate::transport::Dialer;
 
+pub mod login;
 pub mod peer;
 
 /// How this node reaches the controller and sees the metadata.
@@ -46,6 +48,15 @@ pub struct Links {
     pub controller: Dialer,
     /// `inter.broker.listener.name`: replica fetches, transaction markers, peer calls.
     pub inter_broker: Dialer,
+    /// How this broker logs in on the inter-broker listener, when its protocol is SASL.
+    pub inter_broker_login: Option<Arc<Login>>,
+}
+
+impl Links {
+    /// A link to another broker's inter-broker listener at `addr`, logged in if it is SASL.
+    pub async fn open_inter_broker(&self, addr: &str, client_id: &str) -> std::io::Result<login::Link> {
+        login::Link::open(&self.inter_broker, self.inter_broker_login.as_ref(), addr, client_id).await
+    }
 }
 
 impl Cluster {

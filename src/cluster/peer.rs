@@ -1,6 +1,6 @@
 //! Requests from this broker to another one: transaction markers and transaction
 //! verification. One connection per peer, reused; requests to a peer go one at a time,
-//! on the inter-broker listener (TLS when it is SSL).
+//! on the inter-broker listener (TLS when it is SSL, logged in when it is SASL).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,8 +12,9 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, Str
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Mutex;
 
+use super::login::{is_login_failure, Link};
+use super::Links;
 use crate::error::{Error, Result};
-use crate::transport::{Dialer, Stream};
 
 /// Largest response accepted from a peer.
 const MAX_RESPONSE: i32 = 64 << 20;
@@ -22,29 +23,32 @@ const MAX_RESPONSE: i32 = 64 << 20;
 #[derive(Default)]
 pub struct Peers {
     conns: parking_lot::Mutex<HashMap<String, Arc<Mutex<Conn>>>>,
-    dialer: Dialer,
+    links: Links,
 }
 
 #[derive(Default)]
 struct Conn {
-    sock: Option<Stream>,
+    sock: Option<Link>,
     correlation: i32,
 }
 
 impl Peers {
-    /// Connections made with `dialer` (the inter-broker listener's).
-    pub fn new(dialer: Dialer) -> Peers {
-        Peers { conns: Default::default(), dialer }
+    /// Connections made on the inter-broker listener of `links`.
+    pub fn new(links: Links) -> Peers {
+        Peers { conns: Default::default(), links }
     }
 
     /// Sends `req` at `version` to the broker at `addr` and waits up to `timeout` for the answer.
     pub async fn call<R: Request>(&self, addr: &str, me: i32, version: i16, req: &R, timeout: Duration) -> Result<R::Response> {
         let conn = self.conns.lock().entry(addr.to_string()).or_default().clone();
         let mut conn = conn.lock().await;
-        let r = tokio::time::timeout(timeout, exchange(&self.dialer, &mut conn, addr, me, version, req)).await;
+        let r = tokio::time::timeout(timeout, exchange(&self.links, &mut conn, addr, me, version, req)).await;
         match r {
             Ok(Ok(resp)) => Ok(resp),
             Ok(Err(e)) => {
+                if e.downcast_ref::<std::io::Error>().is_some_and(is_login_failure) {
+                    tracing::error!(peer = addr, error = %e, "cannot log in to the other broker; check this broker's inter-broker credentials");
+                }
                 conn.sock = None;
                 Err(Error::BrokerNotAvailable(format!("{addr}: {e}")))
             }
@@ -56,10 +60,11 @@ impl Peers {
     }
 }
 
-async fn exchange<R: Request>(dialer: &Dialer, conn: &mut Conn, addr: &str, me: i32, version: i16, req: &R) -> anyhow::Result<R::Response> {
+async fn exchange<R: Request>(links: &Links, conn: &mut Conn, addr: &str, me: i32, version: i16, req: &R) -> anyhow::Result<R::Response> {
     if conn.sock.is_none() {
-        conn.sock = Some(dialer.connect(addr).await?);
+        conn.sock = Some(links.open_inter_broker(addr, &format!("sluice-broker-{me}")).await?);
     }
+    conn.sock.as_mut().expect("connected").refresh(addr).await?;
     conn.correlation = conn.correlation.wrapping_add(1);
     let correlation = conn.correlation;
     let mut body = BytesMut::new();
@@ -73,7 +78,7 @@ async fn exchange<R: Request>(dialer: &Dialer, conn: &mut Conn, addr: &str, me: 
     let mut frame = BytesMut::with_capacity(body.len() + 4);
     frame.put_i32(body.len() as i32);
     frame.extend_from_slice(&body);
-    let sock = conn.sock.as_mut().expect("connected");
+    let sock = &mut conn.sock.as_mut().expect("connected").stream;
     sock.write_all(&frame).await?;
     let len = sock.read_i32().await?;
     anyhow::ensure!((0..=MAX_RESPONSE).contains(&len), "bad response length {len}");

@@ -43,6 +43,8 @@ pub struct Controller {
     /// Records the first active controller writes along with the cluster id (a migrated
     /// single-broker `metadata.json`), and the file to retire once they are in the log.
     bootstrap: Mutex<Option<(Vec<Record>, std::path::PathBuf)>>,
+    /// Records a new cluster starts with (`--add-scram` credentials), written with its id.
+    formation: Mutex<Vec<Record>>,
 }
 
 impl Controller {
@@ -54,6 +56,7 @@ impl Controller {
             ops: tokio::sync::Mutex::new(()),
             last_rebalance: Mutex::new(now_ms()),
             bootstrap: Mutex::new(None),
+            formation: Mutex::new(Vec::new()),
         })
     }
 
@@ -61,6 +64,13 @@ impl Controller {
     /// id) instead of a fresh cluster id, then rename `file` to `*.migrated`.
     pub fn bootstrap_from(&self, records: Vec<Record>, file: std::path::PathBuf) {
         *self.bootstrap.lock() = Some((records, file));
+    }
+
+    /// Has the first active controller of a new cluster write `records` along with the
+    /// cluster id, as `kafka-storage format --add-scram` seeds Kafka's bootstrap metadata.
+    /// A cluster that already has an id ignores them.
+    pub fn add_on_formation(&self, records: Vec<Record>) {
+        self.formation.lock().extend(records);
     }
 
     /// The applied image, as of now.
@@ -337,10 +347,11 @@ impl Controller {
         if self.image().cluster_id.is_none() {
             // The first active controller names the cluster; a later duplicate is ignored on apply.
             let boot = self.bootstrap.lock().clone();
-            let records = match &boot {
+            let mut records = match &boot {
                 Some((recs, _)) => recs.clone(),
                 None => vec![Record::ClusterId { id: crate::metadata::new_cluster_id() }],
             };
+            records.extend(self.formation.lock().iter().cloned());
             match self.quorum.propose(records).await {
                 Ok(_) => match boot {
                     Some((recs, file)) => {

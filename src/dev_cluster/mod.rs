@@ -1,10 +1,14 @@
 //! `sluice dev-cluster`: a local multi-node cluster of separate processes, for trying
-//! replication and failover on one machine.
+//! replication and failover on one machine, optionally secured (`--security`, see [`secure`]).
+
+pub mod secure;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+pub use secure::Security;
 
 /// What `dev-cluster` was asked for.
 pub struct Spec {
@@ -15,6 +19,7 @@ pub struct Spec {
     /// Extra `--set KEY=VALUE` passed to every node; `{node.id}` in a value becomes the
     /// node's id (e.g. `broker.rack=rack-{node.id}`).
     pub set: Vec<String>,
+    pub security: Security,
 }
 
 impl Spec {
@@ -27,24 +32,52 @@ impl Spec {
         self.base_port + 100 + i - 1
     }
 
-    fn node_command(&self, exe: &Path, i: u16, voters: &str) -> Command {
+    fn node_command(&self, exe: &Path, i: u16, voters: &str, files: Option<&secure::Files>) -> anyhow::Result<Command> {
         let mut c = Command::new(exe);
         let listen = format!("{}:{}", self.host, self.client_port(i));
-        c.arg("serve")
-            .args(["--node-id", &i.to_string(), "--listen", &listen, "--advertise", &listen])
-            .arg("--data-dir")
-            .arg(self.data_dir.join(format!("node-{i}")))
-            .args(["--set", &format!("controller.quorum.voters={voters}")]);
+        let dir = self.data_dir.join(format!("node-{i}"));
         // Three copies (or as many as there are nodes) unless told otherwise, as a
         // replicated cluster is what this command is for.
-        let rf = self.brokers.min(3);
-        for (k, v) in [("default.replication.factor", rf.to_string()), ("offsets.topic.replication.factor", rf.to_string())] {
-            if !self.set.iter().any(|s| s.starts_with(&format!("{k}="))) {
-                c.args(["--set", &format!("{k}={v}")]);
+        let rf = self.brokers.min(3).to_string();
+        let defaults = [("default.replication.factor", rf.clone()), ("offsets.topic.replication.factor", rf)];
+        let sets: Vec<String> = self.set.iter().map(|s| s.replace("{node.id}", &i.to_string())).collect();
+        c.arg("serve");
+        match files {
+            None => {
+                c.args(["--node-id", &i.to_string(), "--listen", &listen, "--advertise", &listen])
+                    .arg("--data-dir")
+                    .arg(&dir)
+                    .args(["--set", &format!("controller.quorum.voters={voters}")]);
+                for (k, v) in defaults {
+                    if !self.set.iter().any(|s| s.starts_with(&format!("{k}="))) {
+                        c.args(["--set", &format!("{k}={v}")]);
+                    }
+                }
+                for s in &sets {
+                    c.args(["--set", s]);
+                }
             }
-        }
-        for s in &self.set {
-            c.args(["--set", &s.replace("{node.id}", &i.to_string())]);
+            Some(f) => {
+                // Everything in one config file, so `sluice serve --config <it>` restarts the node.
+                let controller = format!("{}:{}", self.host, self.controller_port(i));
+                let mut s = secure::node_settings(self.security, f, i, &listen, &controller, self.brokers);
+                s.insert("node.id".into(), i.to_string());
+                s.insert("log.dirs".into(), f.dir.join(format!("node-{i}")).to_string_lossy().into_owned());
+                s.insert("controller.quorum.voters".into(), voters.to_string());
+                for (k, v) in defaults {
+                    s.insert(k.into(), v);
+                }
+                for kv in &sets {
+                    let (k, v) = kv.split_once('=').ok_or_else(|| anyhow::anyhow!("--set wants KEY=VALUE, got '{kv}'"))?;
+                    s.insert(k.trim().into(), v.trim().into());
+                }
+                let path = f.dir.join(format!("node-{i}")).join("config.toml");
+                std::fs::write(&path, secure::toml(&s))?;
+                c.arg("--config").arg(path);
+                for a in secure::seed_users(self.security, f) {
+                    c.args(["--add-scram", &a]);
+                }
+            }
         }
         // A node outlives nothing: if dev-cluster itself is killed (even with SIGKILL,
         // which it cannot catch), the kernel sends each node SIGTERM.
@@ -55,7 +88,7 @@ impl Spec {
                 Ok(())
             });
         }
-        c
+        Ok(c)
     }
 }
 
@@ -65,13 +98,35 @@ pub fn run(spec: Spec) -> anyhow::Result<()> {
     let exe = std::env::current_exe()?;
     let voters: Vec<String> = (1..=spec.brokers).map(|i| format!("{i}@{}:{}", spec.host, spec.controller_port(i))).collect();
     let voters = voters.join(",");
+    let bootstrap: Vec<String> = (1..=spec.brokers).map(|i| format!("{}:{}", spec.host, spec.client_port(i))).collect();
+    let bootstrap = bootstrap.join(",");
+    let files = match spec.security {
+        Security::Plaintext => None,
+        s => {
+            let f = secure::prepare(&spec.data_dir, spec.brokers, &spec.host)?;
+            let (java, rdkafka) = secure::write_client_files(s, &f, &bootstrap)?;
+            println!("security: {s:?}; CA and node certificates (made with openssl) in {}", f.dir.join("tls").display());
+            if s == Security::SaslSsl {
+                println!("admin user: {} password: {} (SCRAM-SHA-512, a super user)", secure::ADMIN_USER, f.admin_password);
+            } else {
+                println!("admin client certificate: {} (User:CN=admin, a super user)", f.dir.join("tls/client.pem").display());
+            }
+            println!(
+                "client settings: {} (Java, Kafka tools: --command-config), {} (kcat -F, librdkafka)",
+                java.display(),
+                rdkafka.display()
+            );
+            Some(f)
+        }
+    };
     let mut children: Vec<(u16, Child, PathBuf)> = Vec::new();
     for i in 1..=spec.brokers {
         let dir = spec.data_dir.join(format!("node-{i}"));
         std::fs::create_dir_all(&dir)?;
         let log_path = dir.join("sluice.log");
         let log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path)?;
-        let child = spec.node_command(&exe, i, &voters).stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log).spawn()?;
+        let child =
+            spec.node_command(&exe, i, &voters, files.as_ref())?.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log).spawn()?;
         children.push((i, child, log_path));
     }
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -81,12 +136,14 @@ pub fn run(spec: Spec) -> anyhow::Result<()> {
         stop_all(&mut kids);
         return Err(e);
     }
-    let bootstrap: Vec<String> = (1..=spec.brokers).map(|i| format!("{}:{}", spec.host, spec.client_port(i))).collect();
-    println!("bootstrap servers: {}", bootstrap.join(","));
+    println!("bootstrap servers: {bootstrap}");
     for (i, child, _) in &children {
         println!("node {i} pid {} listening {}:{}", child.id(), spec.host, spec.client_port(*i));
     }
     println!("logs: {}/node-<id>/sluice.log; Ctrl-C stops the cluster", spec.data_dir.display());
+    if files.is_some() {
+        println!("restart a node by hand: sluice serve --config {}/node-<id>/config.toml", spec.data_dir.display());
+    }
     wait_for_signal(&mut children);
     let mut kids: Vec<&mut Child> = children.iter_mut().map(|(_, c, _)| c).collect();
     stop_all(&mut kids);

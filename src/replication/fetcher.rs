@@ -12,10 +12,15 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
 use crate::clock::now_ms;
+use crate::cluster::login::{is_login_failure, Link};
 use crate::cluster::Cluster;
 use crate::error::Error;
 use crate::partition::Partition;
 use crate::transport::Stream;
+
+/// The first wait after a refused login; it doubles up to [`MAX_LOGIN_BACKOFF`].
+const LOGIN_BACKOFF: Duration = Duration::from_millis(500);
+const MAX_LOGIN_BACKOFF: Duration = Duration::from_secs(10);
 
 /// Fetch v12: the first with diverging epochs, the last that names topics.
 const FETCH_VERSION: i16 = 12;
@@ -31,8 +36,9 @@ pub struct Settings {
 
 /// Runs until the partition list becomes empty or the task is aborted.
 pub async fn run(leader: i32, cluster: Arc<Cluster>, mut parts: watch::Receiver<Vec<Arc<Partition>>>, s: Settings) {
-    let mut conn: Option<Stream> = None;
+    let mut conn: Option<Link> = None;
     let mut correlation = 0i32;
+    let mut login_backoff = LOGIN_BACKOFF;
     loop {
         let list = parts.borrow_and_update().clone();
         if list.is_empty() {
@@ -47,8 +53,18 @@ pub async fn run(leader: i32, cluster: Arc<Cluster>, mut parts: watch::Receiver<
             continue;
         };
         if conn.is_none() {
-            match tokio::time::timeout(Duration::from_secs(2), cluster.links.inter_broker.connect(&addr)).await {
-                Ok(Ok(c)) => conn = Some(c),
+            let client_id = format!("sluice-replica-{}", s.me);
+            match tokio::time::timeout(Duration::from_secs(5), cluster.links.open_inter_broker(&addr, &client_id)).await {
+                Ok(Ok(c)) => {
+                    conn = Some(c);
+                    login_backoff = LOGIN_BACKOFF;
+                }
+                Ok(Err(e)) if is_login_failure(&e) => {
+                    tracing::error!(leader, error = %e, retry_in_ms = login_backoff.as_millis() as u64, "replica fetcher: login to the leader failed");
+                    tokio::time::sleep(login_backoff).await;
+                    login_backoff = (login_backoff * 2).min(MAX_LOGIN_BACKOFF);
+                    continue;
+                }
                 _ => {
                     tokio::time::sleep(Duration::from_millis(200)).await;
                     continue;
@@ -57,9 +73,13 @@ pub async fn run(leader: i32, cluster: Arc<Cluster>, mut parts: watch::Receiver<
         }
         correlation = correlation.wrapping_add(1);
         let (req, epochs) = build_request(&list, &s);
-        let sock = conn.as_mut().expect("connected");
+        let link = conn.as_mut().expect("connected");
         let wait = Duration::from_millis(s.wait_ms as u64) + Duration::from_secs(10);
-        let resp = match tokio::time::timeout(wait, exchange(sock, correlation, &req, s.me)).await {
+        let fetch = async {
+            link.refresh(&addr).await?;
+            exchange(&mut link.stream, correlation, &req, s.me).await
+        };
+        let resp = match tokio::time::timeout(wait, fetch).await {
             Ok(Ok(r)) => r,
             _ => {
                 conn = None;

@@ -77,8 +77,8 @@ impl Dialer {
         Dialer::default()
     }
 
-    /// For the listener `name` whose protocol is `protocol`. SASL listeners are dialed
-    /// without authenticating: the SASL exchange is not part of this dialer.
+    /// For the listener `name` whose protocol is `protocol`. This is TCP or TLS only: on a
+    /// SASL listener the login runs over the stream afterwards (`cluster::login`).
     pub fn for_listener(cfg: &BrokerConfig, name: &str, protocol: SecurityProtocol) -> Result<Dialer, DialerError> {
         if !protocol.tls() {
             return Ok(Dialer::plaintext());
