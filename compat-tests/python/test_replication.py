@@ -322,9 +322,10 @@ def test_min_insync_replicas(start_cluster):
 class LedgerProducer:
     """One idempotent acks=all librdkafka producer writing v<seq> (seq = 0, 1, ...) to
     partition seq % partitions, ~rate records/s, in a thread. Every successful
-    delivery report goes into `acked` {value: (partition, offset)}."""
+    delivery report goes into `acked` {value: (partition, offset)}. `conf` adds
+    producer settings (e.g. security)."""
 
-    def __init__(self, bootstrap, topic, partitions, rate=500):
+    def __init__(self, bootstrap, topic, partitions, rate=500, **conf):
         self.topic, self.partitions, self.rate = topic, partitions, rate
         self.acked = {}
         self.failed = Counter()
@@ -334,7 +335,7 @@ class LedgerProducer:
         self.p = Producer({
             "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
             "linger.ms": 5, "message.timeout.ms": 300000, "retry.backoff.ms": 100,
-            "reconnect.backoff.max.ms": 500, "error_cb": self._on_error})
+            "reconnect.backoff.max.ms": 500, "error_cb": self._on_error, **conf})
         self.thread = threading.Thread(target=self._run, daemon=True, name="ledger-producer")
 
     def _on_error(self, err):
