@@ -155,7 +155,7 @@ mod tests {
         c.set_static("super.users", " User:admin ; User:CN=ops,O=x ;").unwrap();
         let s = Settings::from_config(&c).unwrap();
         assert!(s.authorizer_enabled);
-        assert_eq!(s.super_users, ["User:admin", "User:CN=ops,O=x", "User:sluice-broker"]);
+        assert_eq!(s.super_users, ["User:admin", "User:CN=ops,O=x"], "no broker principal is added behind the user's back");
         c.set_static("super.users", "admin").unwrap();
         assert!(Settings::from_config(&c).unwrap_err().contains("super.users"));
         c.set_static("super.users", "").unwrap();
