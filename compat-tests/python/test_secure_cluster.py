@@ -190,3 +190,28 @@ def test_a_broker_with_a_wrong_inter_broker_password_does_not_join_the_isr(secur
     secure.kill(node)
     secure.start_node(node)
     _wait_isr(conf, TOPIC, [1, 2, 3], f"node {node} rejoins with the right password")
+
+
+class MtlsDevCluster(DevCluster):
+    def command(self):
+        return super().command() + ["--security", "ssl"]
+
+
+def test_dev_cluster_with_mutual_tls(tmp_path):
+    """--security ssl: brokers reach each other with their node certificates (super users
+    by their certificate principal), the written client settings carry the admin's
+    certificate, and a client without one is refused."""
+    dc = MtlsDevCluster(tmp_path, brokers=3).start()
+    try:
+        dc.wait_output(timeout=90)
+        conf = dict(line.split("=", 1) for line in (dc.data_dir / "librdkafka.conf").read_text().splitlines()
+                    if "=" in line)
+        assert conf["security.protocol"] == "SSL" and "ssl.certificate.location" in conf, conf
+        a = _admin(conf)
+        a.create_topics([NewTopic("mtls", 1, 3)], request_timeout=15)["mtls"].result(timeout=20)
+        _wait_isr(conf, "mtls", [1, 2, 3], "an RF=3 topic over mutual-TLS broker links")
+        no_cert = {k: v for k, v in conf.items() if k not in ("ssl.certificate.location", "ssl.key.location")}
+        with pytest.raises(KafkaException):
+            _admin(no_cert).list_topics(timeout=4)
+    finally:
+        dc.shutdown()
