@@ -1,6 +1,7 @@
 //! Security: authentication (the SASL session a connection runs before its first
 //! ordinary request, and its mechanisms: PLAIN against the listener's JAAS users, SCRAM
-//! against the credentials in the metadata image) and authorization (the ACL vocabulary,
+//! against the credentials in the metadata image, OAUTHBEARER against the listener's token
+//! validator) and authorization (the ACL vocabulary,
 //! the index the metadata image keeps, and the `StandardAuthorizer` decision). Pure state
 //! machines and data: the connection loop feeds them frames and sends what they return.
 
@@ -8,6 +9,7 @@ pub mod acl;
 pub mod authorizer;
 pub mod credential;
 pub mod jaas;
+pub mod oauth;
 pub mod plain;
 pub mod sasl;
 pub mod scram;
