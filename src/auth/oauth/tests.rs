@@ -318,18 +318,18 @@ fn listener_settings() {
     assert!(build(&[plain]).unwrap_err().contains("OAuthBearerLoginModule"));
 }
 
-/// A 2048-bit RSA key (PKCS#8), made for this test with openssl.
-const RSA_PKCS8: &str = "MIIEowIBAAKCAQEArDUeSfo3anuH9A+1H8XPj6mFlS5f3CNGpYUGQTV9VyjuWs7tcvqsSeJPHClMTQSyA0UB0aNqFhzD4WZvsexAeQJ42JVDksr5OrrHxhe7xyfuvioZ3Sg1gPyCm6efhin0gxdQzEa6REBFfWNC0uVH8eKG+0/4DTZo1W4lTk5LK9ew7YlvIiNNif1/czCdmH2H9RFPSaIB3otGecTiC6zcpfDzCMFOKjzlM9Ov/nyvqQRMI5GWjGOSFilErc98rvZnw6lM2X5twKLr/7LdtSi0D2NqWpdOhUGuXGmR0IAEhnXulq3zMguVt6HRSvUzrDr/s8Ss8EVNXgOk7xWqZW9a1wIDAQABAoIBACHCiB2YoCSP8yc1rRx9eyN+6GFGpiRSBheM7Jz8D4Z2z8OdrY9M9VnGtBuhPQQcV4msjZ67mqCbIwudOWh4GGugwHA1UvoEMLgCxgdfv8BbY8KEHm3s5BBVcIVzZyK2Nuk8OOrTMtEOiJD8VK1jpacV8cBy/P4aHJM69LVVRAdj/mrndFtxpVKloo3Xpft4awF410MsUu19SOimGmC7TZmB92jbNk1Y+3zCqzQr3SULlEqBBb122DKLcC1gTbho339M3Y597FAW0MGr0IMcS2B3lIbe1ByOmIYj3K1ppZ+klFTfxx4dLIb2HoUr0LMK4gShyI1QqEg/7iNxbfcQ3oECgYEA8rDIFhQLcB4KsVL0YYnaRoZ3WX6/7J6cABlNXCqlMplfZr8hE7H+DjaexkJ4NkzNhzQzBBdgKiT3a2LLJaZTDL2tglc2yIEd6MTKhD/OZbTIU9mSlbL40l8ZvnK9TU3l6ELvHCRI3R+PV0Ato/Ru/7xLnigXcWxcInSXIZAVlL0CgYEAtabM1uzRZNP6q/HOK7xrBFfjv6zYFBkJShWRSSuEWZ1Qfl0FTmJDIIS8PwmqOeZmuQSfmnUU09RuDHHmyfLT+aAJ4Y4qa0PrppuS3cif1ekNcHAOETjivZvUZGWazf1hZmrvsm7pFZpARn1X3OQy33VTLRYaTPEsAUujfN5M6SMCgYARpTLXEBwIydZjMDHeiaRaLlqtIh8YOCwFgdFzGxKpzCb4lHr2MKHVLLl8lsagxBLJes0exghS6B8pKqS0lxRAv+XGrUqpZ2HiU7SZyv3ZvTw3hIE46ytWOF3pz/PdlAVcTsmN1UGK+kl0wZDP8+zCIVGqLSYPNB66zplScmRvTQKBgBrUmEzmjccmyE+9V4Z+PhBWKv2UuhW93PFkXiFAnDvgUJNZif8Z5HBZKrTk6I/EyEdrt2dJA9qF9ftAl6Ych9LHIK6AISPW1Ge3cunvSCyAT8vbwTgp/tOiwKxTlZn3YvuNr/nbB/J45iWDPgcSbbEz0yVFrnzO4oEOewdmjlWhAoGBAJXuRsKLobm1Uu2WbqqtBBWUSlWc0rquJqnpxcvzV3vXaQqqVyuiW3HVePSch1n7xEVj8R6TN3Hu0OQaIMzOaqeor0zXLG2Jr/gbErfsB7da6ROYQPsK9DvacF3GFTLJ3XCvrGuxdVvQYvimSvVhPNL36CzQvVr+NOkGSrp+DgsS";
+/// A 2048-bit RSA key (PKCS#1 DER), made for this test with openssl.
+const RSA_KEY: &str = "MIIEowIBAAKCAQEAxkiN0cYZWbdxGVA6K6MJ0/jLSW5FmdSKVdPHlrCzAbP4QLr0nUpXAR3lxQyxC1nA61s03LOwhPRHZ7OdEbPVg7FT4lyjX303poBH6kS+/dwpy4iw2AnU+gpcuh9djmxAFYDoUpd0jZ/krH5RWjGuMV/q+YTYFff/c6EvIa8yExhpxF5upGNVA0LlndDnO0LUK0+sSx7f8qz2pqDuldmSfvq1V3cx5/rVBRI4A74ycYiiwmeN2D0DzEV6A7a2xFgPa5XkekWoOvZVhqu+s58m2Kxaa4/L/qLdOWCdJhq1bljkPIexWfY5Uwq82OvwFU4u+AIMVMrj4u36YoH6c7z4ewIDAQABAoIBADlGrgjBk4MR9U6dmSAPyX/8pyRAAUTtW0Rtl4LU6fB8/yIbnxtsZPOComOoReAEfjC+OOfj1AKj2ZiADsgVTYDsEVIa9mpX7mJfPebTEuSb20ra4lKVjHrp0V1GQC0q4dwUT4fEDjv2ywR0vKU0IqBKl8KZ+B1odNb+4XF2fR18dh8R9HdIAO+Jj+yWe4GkQtI1iP5kn/2K2UkjE2yaciJ4hyOtvbdPbCOfx2YHqDInpw5TYtztmrolSveQUoYk4H2Cop9n1g4rYYGa/nKr67VEanb8XSIk/yohTcqXYMLyLDkUZzvLIPD2jp+wqW9Y7tV1lyIoK6eUastv2zL/qnkCgYEA90IZAfBw9SdsF0c29csVO/Xjx8ir/DTkzGO6caa3oJlfVlSuHKB4R1EWWlDs8V9KZWfC4XscbgZGP3KTs3aYqWBp+Exxd7587DweW1gPUzomLQFkSA2Ru8k+sMUJGBkPMZ7C1KIunnKwFP1FSoALkIqGeKPaD62ddeQcHYHkJlcCgYEAzUsxGyu5rxhR3ubUd+8pB/fcYtA8r2D6JcyLQXOhdHJzjUGL36WxwWnhSx0v20mpXUgcbbjRq7J/MYWqX/gWv01njmlSrOVWbqV8f1dBr9JlWQG8Wz6lOmLHeG+oWS/6uOocNxaK5Ce4fvY0s7pOxf10RD+I0+MYT8+X7erzwH0CgYA7J14SP7LWg+LxQsFcVoSy/qXLAzBaO1FNsMJHNGqUCn1riwDIqn98GGMvolK9gF2tGwDdrvVjQS8HOOMrOUFWrFFN7QPscO80GUHt+ohYEf5WIBIcxtpJweC0q778O+qNpXzZIB/lGm0T6G/uXenmX63CKPkfbRrRvIwZZxztKwKBgH6jEoCrQViUTPSOOaReIFZs/ELsJ3McBFLK0WAnnwIBE+yf8VOdl4Ay+ynlsD66OsJzGC5K4vPiIPoAdS/MDuQlMGs15y0GL4IDjT/UKI334FK+cl1q0GuqwVc2sYeKxEPLDmqg+j5xjiqrX6k6lRsnFNCAzLvAC6A384Vs+L3VAoGBAJUfXw7pW2QGDTwfBcBfwbBZR8NqBHkLl1Y5qMOvZz/fIYplJfXUeYnb+h9uyoYJFK5kvTQaBP9keJOqlQYog7iaIvcakHu/P3zKh7BZ+aWFPFP3zUzipVzuJDD2KFCSAO4VhjxQiuVFbAuT/yNSQl8mTQUYtdeW5+Aq3gwRY2IK";
 
 #[test]
 fn rs256_tokens() {
     use base64::engine::general_purpose::STANDARD;
     use ring::signature::{RsaKeyPair, RSA_PKCS1_SHA256};
-    let key = RsaKeyPair::from_pkcs8(&STANDARD.decode(RSA_PKCS8).unwrap()).unwrap();
-    let public = key.public();
+    let key = RsaKeyPair::from_der(&STANDARD.decode(RSA_KEY).unwrap()).unwrap();
+    let public: ring::rsa::PublicKeyComponents<Vec<u8>> = key.public().into();
     let jwk = json!({"kty": "RSA", "kid": "r", "alg": "RS256",
-        "n": B64.encode(public.modulus().big_endian_without_leading_zero()),
-        "e": B64.encode(public.exponent().big_endian_without_leading_zero())});
+        "n": B64.encode(&public.n),
+        "e": B64.encode(&public.e)});
     let src = KeySource::new(Location::File("/dev/null".into()));
     src.set(JwkSet::parse(json!({"keys": [jwk]}).to_string().as_bytes()).unwrap());
     let v = Signed { claims: Claims::default(), keys: Arc::new(src) };
