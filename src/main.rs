@@ -256,6 +256,15 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
         }
     }
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    // A listener that checks signed OAUTHBEARER tokens reads its JWKS before it serves; one
+    // that cannot be read stops startup, as in Kafka.
+    for (name, l) in &serving {
+        if let Some(keys) = l.sasl.as_ref().and_then(|s| s.jwks()) {
+            sluice::net::jwks::start(keys.clone(), stop_rx.clone())
+                .await
+                .with_context(|| format!("listener {name}: sasl.oauthbearer.jwks.endpoint.url"))?;
+        }
+    }
 
     // The controller quorum member, if this node votes (alone, with no voters configured).
     let controller = if is_controller {

@@ -64,12 +64,23 @@ func sluiceBin(t *testing.T) string {
 // key=value settings.
 func startBroker(t *testing.T, settings ...string) *broker {
 	t.Helper()
+	return launch(t, []string{"--listen", "127.0.0.1:0"}, settings)
+}
+
+// launchBroker starts a broker whose settings name its listeners; b.addr is the first one.
+func launchBroker(t *testing.T, settings ...string) *broker {
+	t.Helper()
+	return launch(t, nil, settings)
+}
+
+func launch(t *testing.T, listen []string, settings []string) *broker {
+	t.Helper()
 	bin := sluiceBin(t)
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("sluice binary not found at %s (build it or set SLUICE_BIN): %v", bin, err)
 	}
-	args := []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(),
-		"--set", "group.initial.rebalance.delay.ms=0"}
+	args := append([]string{"serve"}, listen...)
+	args = append(args, "--data-dir", t.TempDir(), "--set", "group.initial.rebalance.delay.ms=0")
 	for _, s := range settings {
 		args = append(args, "--set", s)
 	}

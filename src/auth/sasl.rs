@@ -18,6 +18,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
+use super::oauth::{self, OAuthServer, Validator};
 use super::plain::{self, PlainUsers};
 use super::scram::{self, Failure, ScramServer};
 use super::Step;
@@ -35,10 +36,12 @@ pub struct SaslConfig {
     pub reauth_ms: i64,
     /// `sasl.server.max.receive.size`: the largest frame taken before authentication.
     pub max_receive_size: usize,
+    /// OAUTHBEARER's token validator, when OAUTHBEARER is enabled.
+    pub oauth: Option<std::sync::Arc<Validator>>,
 }
 
 /// The mechanisms this build serves.
-pub const MECHANISMS: [&str; 3] = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
+pub const MECHANISMS: [&str; 4] = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", oauth::MECHANISM];
 
 impl SaslConfig {
     /// Checks that every enabled mechanism is built and has what it needs.
@@ -56,7 +59,7 @@ impl SaslConfig {
             }
             None => PlainUsers::default(),
         };
-        Ok(SaslConfig { enabled, plain, reauth_ms, max_receive_size })
+        Ok(SaslConfig { enabled, plain, reauth_ms, max_receive_size, oauth: None })
     }
 }
 
@@ -77,7 +80,18 @@ impl SaslConfig {
         let reauth_ms =
             get("connections.max.reauth.ms").trim().parse().map_err(|_| "connections.max.reauth.ms is not a number".to_string())?;
         let max_receive = cfg.get_i64("sasl.server.max.receive.size").max(1) as usize;
-        SaslConfig::new(enabled, plain, reauth_ms, max_receive).map_err(|e| format!("listener {listener}: {e}"))
+        let mut config = SaslConfig::new(enabled, plain, reauth_ms, max_receive).map_err(|e| format!("listener {listener}: {e}"))?;
+        if config.enabled.iter().any(|m| m == oauth::MECHANISM) {
+            let v = oauth::setup::for_listener(cfg, listener).map_err(|e| format!("listener {listener}: {e}"))?;
+            config.oauth = Some(std::sync::Arc::new(v));
+        }
+        Ok(config)
+    }
+
+    /// The key set OAUTHBEARER checks signed tokens against, which must be loaded before
+    /// the listener serves.
+    pub fn jwks(&self) -> Option<&std::sync::Arc<oauth::jwt::KeySource>> {
+        self.oauth.as_ref().and_then(|v| v.key_source())
     }
 }
 
@@ -97,6 +111,7 @@ pub enum Outcome {
 enum Mech {
     Plain,
     Scram(Box<ScramServer>),
+    OAuth(OAuthServer),
 }
 
 enum State {
@@ -225,7 +240,9 @@ impl SaslSession {
                     return self.handshake(frame, h.expect("checked"), true);
                 }
                 if self.expires_at_ms.is_some_and(|e| now_ms >= e) {
-                    return close("the SASL session expired (connections.max.reauth.ms) and the client did not re-authenticate");
+                    return close(
+                        "the SASL session expired (connections.max.reauth.ms or the token's expiry) and the client did not re-authenticate",
+                    );
                 }
                 self.state = State::Authenticated;
                 Outcome::Pass
@@ -275,6 +292,7 @@ impl SaslSession {
         }
         let mech = match ScramMechanism::from_name(&name) {
             Some(m) => Mech::Scram(Box::new(ScramServer::new(m))),
+            None if name == oauth::MECHANISM => Mech::OAuth(OAuthServer::default()),
             None => Mech::Plain,
         };
         self.state = State::Authenticate { mech, name, framed: h.version >= 1 };
@@ -299,11 +317,20 @@ impl SaslSession {
         lookup: &dyn Fn(&str, ScramMechanism) -> Option<ScramCredential>,
     ) -> Outcome {
         let reauth = self.authenticated.is_some();
+        // When the credential itself expires (an OAUTHBEARER token's exp), in ms since the epoch.
+        let mut credential_expires = None;
         let step = match &mut mech {
             Mech::Plain => plain::authenticate(&self.config.plain, token)
                 .map(|user| Step::Done { response: Vec::new(), user })
                 .map_err(Failure::Rejected),
             Mech::Scram(s) => s.step(token, lookup, &scram::nonce),
+            Mech::OAuth(o) => match &self.config.oauth {
+                Some(v) => o.step(token, v, now_ms).map(|(step, expires)| {
+                    credential_expires = expires;
+                    step
+                }),
+                None => Err(Failure::Invalid("OAUTHBEARER has no validator on this listener".into())),
+            },
         };
         let step = step.and_then(|s| match (&s, &self.authenticated) {
             (Step::Done { user, .. }, Some((before, _))) if *before != format!("User:{user}") => {
@@ -326,17 +353,27 @@ impl SaslSession {
                 Outcome::Reply(frame_for(bytes, 0))
             }
             Ok(Step::Done { response: bytes, user }) => {
+                // Kafka's rule: the session lasts connections.max.reauth.ms, or until the
+                // credential expires if that is sooner; with neither it never expires.
                 let reauth_ms = self.config.reauth_ms;
-                self.expires_at_ms = (reauth_ms > 0).then(|| now_ms.saturating_add(reauth_ms));
+                let lifetime = match credential_expires {
+                    None => (reauth_ms > 0).then_some(reauth_ms),
+                    Some(exp) => {
+                        let left = exp.saturating_sub(now_ms);
+                        Some(if reauth_ms > 0 { left.min(reauth_ms) } else { left }.max(0))
+                    }
+                };
+                self.expires_at_ms = lifetime.map(|l| now_ms.saturating_add(l));
                 let principal = format!("User:{user}");
                 self.authenticated = Some((principal.clone(), name));
                 self.state = State::Authenticated;
-                Outcome::Authenticated { reply: frame_for(bytes, reauth_ms.max(0)), principal, expires_at_ms: self.expires_at_ms }
+                Outcome::Authenticated { reply: frame_for(bytes, lifetime.unwrap_or(0)), principal, expires_at_ms: self.expires_at_ms }
             }
             Err(f) => {
                 // The client hears Kafka's words; the log keeps what was actually wrong.
                 let (message, reason) = match f {
                     Failure::Rejected(m) => (m.clone(), m),
+                    Failure::Refused { message, detail } => (message, detail),
                     Failure::Invalid(detail) => (
                         format!(
                             "Authentication failed during {} due to invalid credentials with SASL mechanism {name}",

@@ -8,6 +8,8 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
+use super::oauth::unsecured::Options;
+use super::oauth::Validator;
 use super::plain::PlainUsers;
 use super::sasl::{Outcome, SaslConfig, SaslSession};
 use super::scram;
@@ -217,4 +219,71 @@ fn configs_that_cannot_work_are_refused() {
     assert!(SaslConfig::new(vec!["GSSAPI".into()], None, 0, 1).unwrap_err().contains("GSSAPI"));
     assert!(SaslConfig::new(vec!["PLAIN".into()], None, 0, 1).unwrap_err().contains("plain.sasl.jaas.config"));
     assert!(SaslConfig::new(vec!["SCRAM-SHA-512".into()], None, 0, 1).is_ok());
+    assert!(SaslConfig::new(vec!["OAUTHBEARER".into()], None, 0, 1).is_ok());
+}
+
+fn oauth_config(reauth_ms: i64) -> Arc<SaslConfig> {
+    let mut c = SaslConfig::new(vec!["OAUTHBEARER".into()], None, reauth_ms, 524288).unwrap();
+    c.oauth = Some(Arc::new(Validator::Unsecured(Options::default())));
+    Arc::new(c)
+}
+
+const NOW_MS: i64 = 1_700_000_000_000;
+
+/// An OAUTHBEARER client-first message with an unsecured token for `sub` expiring at `exp_s`.
+fn bearer(sub: &str, exp_s: i64) -> Vec<u8> {
+    let b64 = |s: String| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+    let token = format!("{}.{}.", b64(r#"{"alg":"none"}"#.into()), b64(format!(r#"{{"sub":"{sub}","exp":{exp_s}}}"#)));
+    format!("n,,\u{1}auth=Bearer {token}\u{1}\u{1}").into_bytes()
+}
+
+#[test]
+fn oauthbearer_sessions_end_at_the_tokens_expiry_or_reauth_ms_whichever_is_sooner() {
+    for (reauth_ms, lifetime) in [(0, 60_000), (10_000, 10_000), (120_000, 60_000)] {
+        let mut s = SaslSession::new(oauth_config(reauth_ms));
+        assert!(matches!(s.on_frame(&handshake(1, "OAUTHBEARER"), NOW_MS, &no_users), Outcome::Reply(_)));
+        let Outcome::Authenticated { reply, principal, expires_at_ms } =
+            s.on_frame(&authenticate(1, &bearer("alice", NOW_MS / 1000 + 60)), NOW_MS, &no_users)
+        else {
+            panic!()
+        };
+        assert_eq!((principal.as_str(), expires_at_ms), ("User:alice", Some(NOW_MS + lifetime)));
+        let a: SaslAuthenticateResponse = decode(&reply, ApiKey::SaslAuthenticate, 1);
+        assert_eq!((a.error_code, a.session_lifetime_ms), (0, lifetime), "reauth {reauth_ms}");
+        // Re-authentication must keep the principal.
+        assert!(matches!(s.on_frame(&handshake(1, "OAUTHBEARER"), NOW_MS + 1, &no_users), Outcome::Reply(_)));
+        let Outcome::Close { reply: Some(r), .. } = s.on_frame(&authenticate(1, &bearer("bob", NOW_MS / 1000 + 60)), NOW_MS + 1, &no_users)
+        else {
+            panic!()
+        };
+        let a: SaslAuthenticateResponse = decode(&r, ApiKey::SaslAuthenticate, 1);
+        assert_eq!(a.error_code, 58);
+    }
+    // The session expires with the token: a request after it closes the connection.
+    let mut s = SaslSession::new(oauth_config(0));
+    s.on_frame(&handshake(1, "OAUTHBEARER"), NOW_MS, &no_users);
+    s.on_frame(&authenticate(2, &bearer("alice", NOW_MS / 1000 + 60)), NOW_MS, &no_users);
+    let metadata = request(ApiKey::Metadata, 12, 3, &MetadataRequest::default());
+    assert_eq!(s.on_frame(&metadata, NOW_MS + 59_999, &no_users), Outcome::Pass);
+    assert!(matches!(s.on_frame(&metadata, NOW_MS + 60_000, &no_users), Outcome::Close { .. }));
+}
+
+#[test]
+fn a_refused_oauthbearer_token_gets_the_json_error_then_authentication_failed() {
+    let mut s = SaslSession::new(oauth_config(0));
+    s.on_frame(&handshake(1, "OAUTHBEARER"), NOW_MS, &no_users);
+    let Outcome::Reply(r) = s.on_frame(&authenticate(2, &bearer("alice", NOW_MS / 1000 - 1)), NOW_MS, &no_users) else { panic!() };
+    let a: SaslAuthenticateResponse = decode(&r, ApiKey::SaslAuthenticate, 2);
+    assert_eq!((a.error_code, &a.auth_bytes[..]), (0, &br#"{"status":"invalid_token"}"#[..]));
+    let Outcome::Close { reply: Some(r), reason } = s.on_frame(&authenticate(2, b"\x01"), NOW_MS, &no_users) else { panic!() };
+    let a: SaslAuthenticateResponse = decode(&r, ApiKey::SaslAuthenticate, 2);
+    assert_eq!((a.error_code, a.error_message.as_deref()), (58, Some(r#"{"status":"invalid_token"}"#)));
+    assert!(reason.contains("Expiration Time"), "{reason}");
+    // Garbage instead of a client-first message: Kafka's generic message, and close.
+    let mut s = SaslSession::new(oauth_config(0));
+    s.on_frame(&handshake(1, "OAUTHBEARER"), NOW_MS, &no_users);
+    let Outcome::Close { reply: Some(r), .. } = s.on_frame(&authenticate(2, b"\xff\x00garbage"), NOW_MS, &no_users) else { panic!() };
+    let a: SaslAuthenticateResponse = decode(&r, ApiKey::SaslAuthenticate, 2);
+    assert_eq!(a.error_code, 58);
+    assert!(a.error_message.unwrap().contains("invalid credentials with SASL mechanism OAUTHBEARER"));
 }

@@ -72,6 +72,11 @@ pub fn nonce() -> String {
 pub enum Failure {
     Rejected(String),
     Invalid(String),
+    /// Refused with `message` for the client and `detail`, which only the log sees.
+    Refused {
+        message: String,
+        detail: String,
+    },
 }
 
 /// The server's view of one SCRAM exchange.

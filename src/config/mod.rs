@@ -106,7 +106,7 @@ pub static KEYS: &[KeyDef] = &[
         List,
         broker,
         false,
-        "SASL mechanisms a SASL listener offers (this build serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)."
+        "SASL mechanisms a SASL listener offers (this build serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER)."
     ),
     key!(
         "connections.max.reauth.ms",
@@ -131,6 +131,31 @@ pub static KEYS: &[KeyDef] = &[
         broker,
         false,
         "The SASL mechanism for a SASL controller listener (Sluice's controller listener takes PLAINTEXT or SSL only)."
+    ),
+    key!(
+        "sasl.server.callback.handler.class",
+        None,
+        String,
+        broker,
+        false,
+        "Set per listener and mechanism (listener.name.<l>.oauthbearer.sasl.server.callback.handler.class): unset for unsecured OAUTHBEARER tokens, org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler for signed ones."
+    ),
+    key!("sasl.oauthbearer.jwks.endpoint.url", None, String, broker, false, "The JWKS (https:, http: or file: URL) signed OAUTHBEARER tokens are checked against."),
+    key!("sasl.oauthbearer.jwks.endpoint.refresh.ms", Some("3600000"), Long, broker, false, "How often an http(s) JWKS is fetched again."),
+    key!("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", Some("100"), Long, broker, false, "The first wait before retrying a failed JWKS fetch."),
+    key!("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", Some("10000"), Long, broker, false, "The longest wait between JWKS fetch retries."),
+    key!("sasl.oauthbearer.expected.audience", None, List, broker, false, "Audiences a signed token's aud must name one of; unset: the token must have no aud."),
+    key!("sasl.oauthbearer.expected.issuer", None, String, broker, false, "The iss a signed token must have; unset: any."),
+    key!("sasl.oauthbearer.sub.claim.name", Some("sub"), String, broker, false, "The claim of a signed token that names its principal."),
+    key!("sasl.oauthbearer.scope.claim.name", Some("scope"), String, broker, false, "The claim of a signed token that holds its scope."),
+    key!("sasl.oauthbearer.clock.skew.seconds", Some("30"), Int, broker, false, "Clock difference allowed when checking a signed token's exp and nbf."),
+    key!(
+        "org.apache.kafka.sasl.oauthbearer.allowed.urls",
+        Some(""),
+        List,
+        broker,
+        false,
+        "The JWKS URLs the broker may read (a JVM system property in Kafka); none by default."
     ),
     key!(
         "sasl.server.max.receive.size",
@@ -285,10 +310,19 @@ pub fn broker_key(name: &str) -> Option<&'static KeyDef> {
 }
 
 /// For `listener.name.<listener>.<key>` with a SASL key (`sasl.enabled.mechanisms`,
-/// `connections.max.reauth.ms`, or `<mechanism>.sasl.jaas.config`): the `<key>` part.
+/// `connections.max.reauth.ms`, `<mechanism>.sasl.jaas.config`, or OAUTHBEARER's
+/// `oauthbearer.sasl.oauthbearer.*` and `oauthbearer.sasl.server.callback.handler.class`):
+/// the `<key>` part, without the `oauthbearer.` prefix so it can be checked as a known key.
 pub fn listener_sasl_key(key: &str) -> Option<&str> {
     let (_listener, rest) = key.strip_prefix("listener.name.")?.split_once('.')?;
-    let jaas = rest.strip_suffix(".sasl.jaas.config").is_some_and(|m| ["plain", "scram-sha-256", "scram-sha-512"].contains(&m));
+    let mechanisms = ["plain", "scram-sha-256", "scram-sha-512", "oauthbearer"];
+    let jaas = rest.strip_suffix(".sasl.jaas.config").is_some_and(|m| mechanisms.contains(&m));
+    // OAUTHBEARER's keys may carry the mechanism's prefix too, as Kafka reads them; the
+    // server callback handler must.
+    let oauth = rest.strip_prefix("oauthbearer.");
+    if oauth.is_some_and(|k| (k == "sasl.server.callback.handler.class" || k.starts_with("sasl.oauthbearer.")) && broker_key(k).is_some()) {
+        return oauth;
+    }
     (jaas || rest == "sasl.enabled.mechanisms" || rest == "connections.max.reauth.ms").then_some(rest)
 }
 

@@ -8,6 +8,7 @@
 //! without kTLS).
 
 mod frames;
+pub mod jwks;
 mod memory;
 mod quotas;
 

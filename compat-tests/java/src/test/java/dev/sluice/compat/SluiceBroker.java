@@ -79,15 +79,15 @@ final class SluiceBroker implements AutoCloseable {
             String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss-SSS"));
             Path logFile = logDir.resolve(name + "-" + stamp + "-" + port + ".log").toAbsolutePath();
 
-            List<String> cmd = new ArrayList<>(List.of(
-                    bin.toString(), "serve",
-                    "--listen", "127.0.0.1:" + port,
-                    "--advertise", "127.0.0.1:" + port,
-                    "--data-dir", dataDir.toString(),
-                    "--node-id", Integer.toString(NODE_ID)));
+            List<String> cmd = new ArrayList<>(List.of(bin.toString(), "serve"));
+            // Settings that name their own listeners put "{port}" where the free port goes.
+            if (!settings.containsKey("listeners")) {
+                cmd.addAll(List.of("--listen", "127.0.0.1:" + port, "--advertise", "127.0.0.1:" + port));
+            }
+            cmd.addAll(List.of("--data-dir", dataDir.toString(), "--node-id", Integer.toString(NODE_ID)));
             for (Map.Entry<String, String> e : settings.entrySet()) {
                 cmd.add("--set");
-                cmd.add(e.getKey() + "=" + e.getValue());
+                cmd.add(e.getKey() + "=" + e.getValue().replace("{port}", Integer.toString(port)));
             }
             ProcessBuilder pb = new ProcessBuilder(cmd)
                     .redirectErrorStream(true)
