@@ -117,6 +117,14 @@ pub static KEYS: &[KeyDef] = &[
         "A SASL session's lifetime before the client must re-authenticate (KIP-368); 0: never."
     ),
     key!(
+        "sasl.kerberos.min.time.before.relogin",
+        Some("60000"),
+        Long,
+        broker,
+        true,
+        "Kafka's GSSAPI login thread's sleep between refresh attempts; kept and described, as this build serves no GSSAPI."
+    ),
+    key!(
         "sasl.server.max.receive.size",
         Some("524288"),
         Int,
@@ -538,6 +546,16 @@ mod tests {
         for bad in ["127.0.0.1", "127.0.0.1:", "127.0.0.1:-1", "127.0.0.1:x", ":5", "bad host:5", "h:2147483648"] {
             assert!(parse_ip_overrides(bad).is_err(), "{bad} was accepted");
         }
+    }
+
+    #[test]
+    fn kerberos_relogin_is_a_dynamic_broker_key_with_kafkas_default() {
+        // Kafka lets AlterConfigs change it on a broker (librdkafka's 0081_admin does).
+        let def = broker_key("sasl.kerberos.min.time.before.relogin").unwrap();
+        assert!(def.dynamic);
+        assert_eq!(BrokerConfig::default().get("sasl.kerberos.min.time.before.relogin"), "60000");
+        assert!(validate(def, "58000").is_ok());
+        assert!(validate(def, "soon").is_err());
     }
 
     #[test]
