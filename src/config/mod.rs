@@ -117,20 +117,20 @@ pub static KEYS: &[KeyDef] = &[
         "A SASL session's lifetime before the client must re-authenticate (KIP-368); 0: never."
     ),
     key!(
-        "sasl.kerberos.min.time.before.relogin",
-        Some("60000"),
-        Long,
-        broker,
-        true,
-        "Kafka's GSSAPI login thread's sleep between refresh attempts; kept and described, as this build serves no GSSAPI."
-    ),
-    key!(
         "sasl.server.max.receive.size",
         Some("524288"),
         Int,
         broker,
         false,
         "The largest frame a connection may send before it is authenticated."
+    ),
+    key!(
+        "sasl.kerberos.min.time.before.relogin",
+        Some("60000"),
+        Long,
+        broker,
+        true,
+        "Kafka's GSSAPI login thread's sleep between refresh attempts; kept and described, as this build serves no GSSAPI."
     ),
     key!("controller.quorum.request.timeout.ms", Some("30000"), Int, broker, false, "How long a metadata change may take."),
     key!("broker.heartbeat.interval.ms", Some("2000"), Int, broker, false, "How often a broker heartbeats to the controller."),
