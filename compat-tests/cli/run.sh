@@ -10,6 +10,8 @@
 #   TOOL_TIMEOUT         seconds any one tool may run (default 60)
 #   KEEP_TMP=1           keep the temp dir (broker data + log + tool output) for inspection
 #
+# Then, against a SASL_SSL broker with ACLs (security.sh), kafka-configs SCRAM users and kafka-acls.
+#
 # Prints PASS:/FAIL: lines and finally "cli: N passed, M failed"; exits 1 if anything failed.
 set -u
 
@@ -376,5 +378,9 @@ else
     pid=""
     fail "sluice still running after the tool runs (it exited with code $rc)" "$log"
 fi
+
+# ------------------------------------------------------------------ SASL_SSL: SCRAM users and ACLs
+# (security.sh: a second broker, with TLS, SASL and StandardAuthorizer)
+. "$here/security.sh"
 
 finish

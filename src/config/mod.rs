@@ -165,6 +165,14 @@ pub static KEYS: &[KeyDef] = &[
         false,
         "The largest frame a connection may send before it is authenticated."
     ),
+    key!(
+        "sasl.kerberos.min.time.before.relogin",
+        Some("60000"),
+        Long,
+        broker,
+        true,
+        "Kafka's GSSAPI login thread's sleep between refresh attempts; kept and described, as this build serves no GSSAPI."
+    ),
     key!("controller.quorum.request.timeout.ms", Some("30000"), Int, broker, false, "How long a metadata change may take."),
     key!("broker.heartbeat.interval.ms", Some("2000"), Int, broker, false, "How often a broker heartbeats to the controller."),
     key!("broker.session.timeout.ms", Some("9000"), Int, broker, false, "Silence after which the controller fences a broker."),
@@ -580,6 +588,16 @@ mod tests {
         for bad in ["127.0.0.1", "127.0.0.1:", "127.0.0.1:-1", "127.0.0.1:x", ":5", "bad host:5", "h:2147483648"] {
             assert!(parse_ip_overrides(bad).is_err(), "{bad} was accepted");
         }
+    }
+
+    #[test]
+    fn kerberos_relogin_is_a_dynamic_broker_key_with_kafkas_default() {
+        // Kafka lets AlterConfigs change it on a broker (librdkafka's 0081_admin does).
+        let def = broker_key("sasl.kerberos.min.time.before.relogin").unwrap();
+        assert!(def.dynamic);
+        assert_eq!(BrokerConfig::default().get("sasl.kerberos.min.time.before.relogin"), "60000");
+        assert!(validate(def, "58000").is_ok());
+        assert!(validate(def, "soon").is_err());
     }
 
     #[test]
