@@ -1,6 +1,6 @@
 //! Security: authentication (the SASL session a connection runs before its first
 //! ordinary request, and its mechanisms: PLAIN against the listener's JAAS users, SCRAM
-//! against the credentials in the metadata image) and authorization (the ACL vocabulary,
+//! against the credentials in the metadata image, or against a delegation token) and authorization (the ACL vocabulary,
 //! the index the metadata image keeps, and the `StandardAuthorizer` decision). Pure state
 //! machines and data: the connection loop feeds them frames and sends what they return.
 
@@ -11,6 +11,7 @@ pub mod jaas;
 pub mod plain;
 pub mod sasl;
 pub mod scram;
+pub mod token;
 
 #[cfg(test)]
 mod sasl_tests;

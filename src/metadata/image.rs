@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::records::{Endpoint, PartitionState, Record, ScramCredential, ScramMechanism};
+use super::records::{DelegationToken, Endpoint, PartitionState, Record, ScramCredential, ScramMechanism};
 use crate::auth::Acls;
 
 /// A registered broker.
@@ -67,6 +67,9 @@ pub struct Image {
     /// SCRAM credentials by user, then mechanism (Kafka's `ScramImage`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub scram: BTreeMap<String, BTreeMap<ScramMechanism, ScramCredential>>,
+    /// Delegation tokens by id (Kafka's `DelegationTokenImage`), expired ones until swept.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tokens: BTreeMap<String, DelegationToken>,
 }
 
 impl Image {
@@ -147,6 +150,12 @@ impl Image {
                         self.scram.remove(name);
                     }
                 }
+            }
+            Record::DelegationToken { token } => {
+                self.tokens.insert(token.token_id.clone(), token.clone());
+            }
+            Record::RemoveDelegationToken { token_id } => {
+                self.tokens.remove(token_id);
             }
         }
     }
