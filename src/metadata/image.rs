@@ -213,7 +213,7 @@ mod tests {
         let mut out = vec![RecordBatch::new(vec![Record::ClusterId { id: format!("c{seed}") }])];
         for i in 0..len {
             let broker = rng.below(5) as i32;
-            let rec = match rng.below(10) {
+            let rec = match rng.below(11) {
                 0 => Record::RegisterBroker {
                     id: broker,
                     incarnation: Uuid::from_u64_pair(seed, i as u64),
@@ -279,6 +279,18 @@ mod tests {
                 9 => Record::RemoveUserScramCredential {
                     name: format!("u{}", rng.below(4)),
                     mechanism: ScramMechanism::ALL[rng.below(2) as usize],
+                },
+                10 if rng.below(3) == 0 => Record::RemoveDelegationToken { token_id: format!("tok{}", rng.below(4)) },
+                10 => Record::DelegationToken {
+                    token: DelegationToken {
+                        token_id: format!("tok{}", rng.below(4)),
+                        owner: crate::auth::Principal::user(&format!("u{}", rng.below(3))),
+                        requester: crate::auth::Principal::user("admin"),
+                        renewers: vec![crate::auth::Principal::user("u0")],
+                        issue_ms: i as i64,
+                        max_ms: i as i64 + 100,
+                        expiry_ms: i as i64 + rng.below(100) as i64,
+                    },
                 },
                 _ => Record::UnfenceBroker { id: broker, epoch: i as u64 },
             };
