@@ -271,7 +271,7 @@ fn a_token_login_acts_as_the_owner_and_ends_with_the_token() {
         panic!()
     };
     let server_first: SaslAuthenticateResponse = decode(&r, ApiKey::SaslAuthenticate, 2);
-    let fin = scram_final(m, "not-the-hmac", bare, &String::from_utf8(server_first.auth_bytes.to_vec()).unwrap());
+    let fin = scram_final(m, "not-the-hmac", bare, std::str::from_utf8(&server_first.auth_bytes).unwrap());
     assert!(matches!(
         s.on_frame_with_tokens(&authenticate(2, fin.as_bytes()), 0, &no_users, &tokens),
         Outcome::Close { reply: Some(_), .. }
