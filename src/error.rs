@@ -165,6 +165,20 @@ pub enum Error {
     IllegalSaslState(String),
     #[error("{0}")]
     SaslAuthenticationFailed(String),
+    #[error("delegation tokens are off: delegation.token.secret.key is not set")]
+    DelegationTokenAuthDisabled,
+    #[error("no delegation token has that HMAC")]
+    DelegationTokenNotFound,
+    #[error("only the token's owner and renewers may do that")]
+    DelegationTokenOwnerMismatch,
+    #[error("delegation token requests are not allowed on PLAINTEXT, one-way SSL or token-authenticated connections")]
+    DelegationTokenRequestNotAllowed,
+    #[error("not allowed to create tokens for that owner")]
+    DelegationTokenAuthorizationFailed,
+    #[error("the delegation token has expired")]
+    DelegationTokenExpired,
+    #[error("token renewers must be User principals")]
+    InvalidPrincipalType,
     #[error("another broker answered error code {0}")]
     Remote(i16),
 }
@@ -265,6 +279,13 @@ impl Error {
             DuplicateResource(_) => ResponseError::DuplicateResource,
             IllegalSaslState(_) => ResponseError::IllegalSaslState,
             SaslAuthenticationFailed(_) => ResponseError::SaslAuthenticationFailed,
+            DelegationTokenAuthDisabled => ResponseError::DelegationTokenAuthDisabled,
+            DelegationTokenNotFound => ResponseError::DelegationTokenNotFound,
+            DelegationTokenOwnerMismatch => ResponseError::DelegationTokenOwnerMismatch,
+            DelegationTokenRequestNotAllowed => ResponseError::DelegationTokenRequestNotAllowed,
+            DelegationTokenAuthorizationFailed => ResponseError::DelegationTokenAuthorizationFailed,
+            DelegationTokenExpired => ResponseError::DelegationTokenExpired,
+            InvalidPrincipalType => ResponseError::InvalidPrincipalType,
             Remote(c) => ResponseError::try_from_code(*c).unwrap_or(ResponseError::UnknownServerError),
         }
     }

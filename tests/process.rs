@@ -99,12 +99,13 @@ fn api_versions_lists_only_built_apis() {
     assert_eq!(r.error_code, 0);
     let keys: Vec<i16> = r.api_keys.iter().map(|k| k.api_key).collect();
     assert!(keys.contains(&0) && keys.contains(&1) && keys.contains(&18));
-    // SaslHandshake, SaslAuthenticate, the SCRAM credential APIs and the ACL APIs are built;
-    // delegation tokens and share groups are not.
-    assert!([17, 36, 50, 51, 29, 30, 31].iter().all(|k| keys.contains(k)), "{keys:?}");
-    for k in [38, 76] {
-        assert!(!keys.contains(&k), "api key {k} is not built yet, so it must not be advertised");
-    }
+    // SaslHandshake, SaslAuthenticate, the SCRAM credential APIs, the ACL APIs and the
+    // delegation token APIs are built; share groups are not.
+    assert!([17, 36, 50, 51, 29, 30, 31, 38, 39, 40, 41].iter().all(|k| keys.contains(k)), "{keys:?}");
+    let token_versions: Vec<(i16, i16, i16)> =
+        r.api_keys.iter().filter(|k| (38..=41).contains(&k.api_key)).map(|k| (k.api_key, k.min_version, k.max_version)).collect();
+    assert_eq!(token_versions, [(38, 1, 3), (39, 1, 2), (40, 1, 2), (41, 1, 3)], "Kafka 4.4's delegation token versions");
+    assert!(!keys.contains(&76), "share groups (api key 76) are not built yet, so they must not be advertised");
 }
 
 #[test]

@@ -383,4 +383,99 @@ fi
 # (security.sh: a second broker, with TLS, SASL and StandardAuthorizer)
 . "$here/security.sh"
 
+# ------------------------------------------------------------------ DelegationTokenCommand
+# Tokens need an authenticated connection: a second broker with one SASL_PLAINTEXT listener
+# (admin by PLAIN, alice by SCRAM-SHA-512) and delegation.token.secret.key set. The first
+# broker stops here: its checks are done.
+stop_broker
+TOKENS=org.apache.kafka.tools.DelegationTokenCommand
+sasl_port="$(free_port)"
+sasl_bootstrap="127.0.0.1:$sasl_port"
+sasl_log="$tmp/sluice-sasl.log"
+"$SLUICE_BIN" serve --data-dir "$tmp/data-sasl" --node-id 1 \
+    --set "listeners=SASL_PLAINTEXT://$sasl_bootstrap" --set "advertised.listeners=SASL_PLAINTEXT://$sasl_bootstrap" \
+    --set security.inter.broker.protocol=SASL_PLAINTEXT \
+    --set sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512 \
+    --set 'listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";' \
+    --set delegation.token.secret.key=cli-token-secret \
+    </dev/null >"$sasl_log" 2>&1 &
+pid=$!
+ready=0
+for _ in $(seq 1 $((start_timeout * 10))); do
+    if ! kill -0 "$pid" 2>/dev/null; then break; fi
+    if port_open "$sasl_port"; then ready=1; break; fi
+    sleep 0.1
+done
+admin_conf="$tmp/admin.properties"
+alice_conf="$tmp/alice.properties"
+printf '%s\n' 'security.protocol=SASL_PLAINTEXT' 'sasl.mechanism=PLAIN' \
+    'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret";' >"$admin_conf"
+printf '%s\n' 'security.protocol=SASL_PLAINTEXT' 'sasl.mechanism=SCRAM-SHA-512' \
+    'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="alice-secret";' >"$alice_conf"
+token_id=""
+token_hmac=""
+if [ "$ready" -ne 1 ]; then
+    fail "SASL broker for DelegationTokenCommand did not accept connections on $sasl_bootstrap" "$sasl_log"
+elif tool "$CONFIGS" --bootstrap-server "$sasl_bootstrap" --command-config "$admin_conf" --alter --entity-type users \
+        --entity-name alice --add-config 'SCRAM-SHA-512=[password=alice-secret]' >"$out" 2>"$err" \
+    && tool "$TOKENS" --bootstrap-server "$sasl_bootstrap" --command-config "$alice_conf" --create \
+        --max-life-time-period -1 --renewer-principal User:bob >"$out" 2>"$err" \
+    && token_id="$(sed -n 's/^Created delegation token with tokenId : //p' "$out")" \
+    && [ -n "$token_id" ]; then
+    # The table row: TOKENID HMAC OWNER REQUESTER RENEWERS ISSUEDATE EXPIRYDATE MAXDATE.
+    row="$(awk -v id="$token_id" '$1 == id' "$out")"
+    token_hmac="$(awk '{print $2}' <<<"$row")"
+    if [ "$(awk '{print $3, $4}' <<<"$row")" = "User:alice User:alice" ] && grep -q "User:bob" <<<"$row" \
+        && [ "$(printf '%s' "$token_hmac" | base64 -d 2>/dev/null | wc -c)" -eq 64 ]; then
+        pass "DelegationTokenCommand --create --max-life-time-period -1 --renewer-principal User:bob (as alice, over SCRAM)"
+    else
+        fail "DelegationTokenCommand --create prints alice as owner and requester, bob as renewer, a 64-byte HMAC" "$out" "$err"
+    fi
+else
+    fail "DelegationTokenCommand --create --max-life-time-period -1 --renewer-principal User:bob (as alice, over SCRAM)" "$out" "$err"
+fi
+
+if [ -n "$token_hmac" ] \
+    && tool "$TOKENS" --bootstrap-server "$sasl_bootstrap" --command-config "$alice_conf" --describe \
+        --owner-principal User:alice >"$out" 2>"$err" \
+    && grep -q "Total number of tokens : 1" "$out" && awk -v id="$token_id" '$1 == id' "$out" | grep -q -- "$token_hmac"; then
+    pass "DelegationTokenCommand --describe --owner-principal User:alice lists the token with its HMAC"
+else
+    fail "DelegationTokenCommand --describe --owner-principal User:alice lists the token with its HMAC" "$out" "$err"
+fi
+
+if [ -n "$token_hmac" ] \
+    && tool "$TOKENS" --bootstrap-server "$sasl_bootstrap" --command-config "$alice_conf" --renew \
+        --hmac "$token_hmac" --renew-time-period -1 >"$out" 2>"$err" \
+    && grep -q "Completed renew operation. New expiry date : " "$out"; then
+    pass "DelegationTokenCommand --renew --renew-time-period -1"
+else
+    fail "DelegationTokenCommand --renew --renew-time-period -1" "$out" "$err"
+fi
+
+# A connection that logged in with a token may not manage tokens.
+token_conf="$tmp/token.properties"
+printf '%s\n' 'security.protocol=SASL_PLAINTEXT' 'sasl.mechanism=SCRAM-SHA-512' \
+    "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"$token_id\" password=\"$token_hmac\" tokenauth=true;" >"$token_conf"
+if [ -n "$token_hmac" ] \
+    && ! tool "$TOKENS" --bootstrap-server "$sasl_bootstrap" --command-config "$token_conf" --create \
+        --max-life-time-period -1 >"$out" 2>"$err" \
+    && grep -q "UnsupportedByAuthenticationException" "$out" "$err"; then
+    pass "DelegationTokenCommand --create over a token-authenticated connection: DELEGATION_TOKEN_REQUEST_NOT_ALLOWED"
+else
+    fail "DelegationTokenCommand --create over a token-authenticated connection: DELEGATION_TOKEN_REQUEST_NOT_ALLOWED" "$out" "$err"
+fi
+
+if [ -n "$token_hmac" ] \
+    && tool "$TOKENS" --bootstrap-server "$sasl_bootstrap" --command-config "$alice_conf" --expire \
+        --hmac "$token_hmac" --expiry-time-period -1 >"$out" 2>"$err" \
+    && grep -q "Completed expire operation." "$out" \
+    && tool "$TOKENS" --bootstrap-server "$sasl_bootstrap" --command-config "$alice_conf" --describe \
+        --owner-principal User:alice >"$out" 2>"$err" \
+    && grep -q "Total number of tokens : 0" "$out"; then
+    pass "DelegationTokenCommand --expire --expiry-time-period -1, then --describe lists no token"
+else
+    fail "DelegationTokenCommand --expire --expiry-time-period -1, then --describe lists no token" "$out" "$err"
+fi
+
 finish

@@ -34,7 +34,10 @@ fn authorized(ctx: &Ctx<'_>, is_topic: bool, name: &str, op: Operation) -> Resul
 
 /// Keys whose values Kafka never shows (its PASSWORD type): passwords and inline keys.
 fn sensitive(name: &str) -> bool {
-    name.ends_with(".password") || name.ends_with("ssl.keystore.key") || name.ends_with("sasl.jaas.config")
+    name.ends_with(".password")
+        || name.ends_with("ssl.keystore.key")
+        || name.ends_with("sasl.jaas.config")
+        || name == "delegation.token.secret.key"
 }
 
 fn entry(e: ConfigEntry, synonyms: bool, docs: bool, version: i16) -> DescribeConfigsResourceResult {

@@ -20,6 +20,7 @@ mod quotas;
 mod reassign;
 mod sasl;
 mod scram;
+mod tokens;
 mod txn;
 
 use std::sync::Arc;
@@ -69,12 +70,19 @@ pub struct Session {
     pub security_protocol: SecurityProtocol,
     /// `User:<name>`: from the client certificate on SSL, else `User:ANONYMOUS`.
     pub principal: Arc<str>,
+    /// Logged in with a delegation token: such a connection may not manage tokens.
+    pub token_authenticated: bool,
 }
 
 impl Session {
     /// An unauthenticated connection on `listener`.
     pub fn anonymous(listener: &str, security_protocol: SecurityProtocol) -> Session {
-        Session { listener: listener.into(), security_protocol, principal: crate::transport::principal::ANONYMOUS.into() }
+        Session {
+            listener: listener.into(),
+            security_protocol,
+            principal: crate::transport::principal::ANONYMOUS.into(),
+            token_authenticated: false,
+        }
     }
 }
 
@@ -95,6 +103,8 @@ pub struct Ctx<'a> {
     /// The listener the request came in on.
     pub listener: Arc<str>,
     pub security_protocol: SecurityProtocol,
+    /// The connection logged in with a delegation token.
+    pub token_authenticated: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -112,6 +122,7 @@ impl<'a> Ctx<'a> {
             host: peer.to_string(),
             listener: session.listener.clone(),
             security_protocol: session.security_protocol,
+            token_authenticated: session.token_authenticated,
         }
     }
 }
@@ -201,6 +212,10 @@ apis! {
     DescribeUserScramCredentials: DescribeUserScramCredentialsRequest => scram::describe [0, 0] always;
     AlterUserScramCredentials: AlterUserScramCredentialsRequest => scram::alter [0, 0] always;
     DescribeClientQuotas: DescribeClientQuotasRequest => quotas::describe [0, 1] always;
+    CreateDelegationToken: CreateDelegationTokenRequest => tokens::create [1, 3] always;
+    RenewDelegationToken: RenewDelegationTokenRequest => tokens::renew [1, 2] always;
+    ExpireDelegationToken: ExpireDelegationTokenRequest => tokens::expire [1, 2] always;
+    DescribeDelegationToken: DescribeDelegationTokenRequest => tokens::describe [1, 3] always;
 }
 
 /// The versions of `key` this broker serves.

@@ -1,7 +1,8 @@
 //! Security: authentication (the SASL session a connection runs before its first
 //! ordinary request, and its mechanisms: PLAIN against the listener's JAAS users, SCRAM
-//! against the credentials in the metadata image, OAUTHBEARER against the listener's token
-//! validator; the client side a broker logs in to other brokers with) and authorization (the ACL vocabulary,
+//! against the credentials in the metadata image or a delegation token, OAUTHBEARER
+//! against the listener's token validator; the client side a broker logs in to other
+//! brokers with) and authorization (the ACL vocabulary,
 //! the index the metadata image keeps, and the `StandardAuthorizer` decision). Pure state
 //! machines and data: the connection loop feeds them frames and sends what they return.
 
@@ -14,6 +15,7 @@ pub mod oauth;
 pub mod plain;
 pub mod sasl;
 pub mod scram;
+pub mod token;
 
 #[cfg(test)]
 mod sasl_tests;

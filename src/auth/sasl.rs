@@ -21,6 +21,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use super::oauth::{self, OAuthServer, Validator};
 use super::plain::{self, PlainUsers};
 use super::scram::{self, Failure, ScramServer};
+use super::token::TokenCredential;
 use super::Step;
 use crate::auth::credential::{ScramCredential, ScramMechanism};
 use crate::error::Error;
@@ -137,7 +138,14 @@ pub struct SaslSession {
     /// The principal and mechanism of the last successful authentication.
     authenticated: Option<(String, String)>,
     expires_at_ms: Option<i64>,
+    /// The last login was with a delegation token.
+    token_authenticated: bool,
 }
+
+/// Finds a user's SCRAM credential.
+type Lookup<'a> = dyn Fn(&str, ScramMechanism) -> Option<ScramCredential> + 'a;
+/// Finds a delegation token's login credential by token id.
+type Tokens<'a> = dyn Fn(&str, ScramMechanism) -> Option<TokenCredential> + 'a;
 
 /// A request's fixed header fields, read without trusting the frame.
 struct Header {
@@ -193,7 +201,12 @@ fn api_name(key: i16) -> String {
 impl SaslSession {
     /// A session for a new connection.
     pub fn new(config: std::sync::Arc<SaslConfig>) -> SaslSession {
-        SaslSession { config, state: State::Initial, authenticated: None, expires_at_ms: None }
+        SaslSession { config, state: State::Initial, authenticated: None, expires_at_ms: None, token_authenticated: false }
+    }
+
+    /// Did the connection log in with a delegation token?
+    pub fn token_authenticated(&self) -> bool {
+        self.token_authenticated
     }
 
     /// The authenticated principal (`User:<name>`), if any.
@@ -210,15 +223,20 @@ impl SaslSession {
         }
     }
 
-    /// Takes one frame (without its length prefix) at `now_ms`.
-    pub fn on_frame(&mut self, frame: &[u8], now_ms: i64, lookup: &dyn Fn(&str, ScramMechanism) -> Option<ScramCredential>) -> Outcome {
+    /// Takes one frame (without its length prefix) at `now_ms`, where no delegation token exists.
+    pub fn on_frame(&mut self, frame: &[u8], now_ms: i64, lookup: &Lookup<'_>) -> Outcome {
+        self.on_frame_with_tokens(frame, now_ms, lookup, &|_, _| None)
+    }
+
+    /// Takes one frame at `now_ms`; SCRAM logins with `tokenauth=true` are checked against `tokens`.
+    pub fn on_frame_with_tokens(&mut self, frame: &[u8], now_ms: i64, lookup: &Lookup<'_>, tokens: &Tokens<'_>) -> Outcome {
         if frame.len() > self.config.max_receive_size && !matches!(self.state, State::Authenticated) {
             self.state = State::Failed;
             return close(format!("a {}-byte frame during SASL authentication is over sasl.server.max.receive.size", frame.len()));
         }
         match std::mem::replace(&mut self.state, State::Failed) {
             State::Failed => close("the SASL session has failed"),
-            State::Authenticate { mech, name, framed: false } => self.token(mech, name, false, frame, 0, 0, now_ms, lookup),
+            State::Authenticate { mech, name, framed: false } => self.token(mech, name, false, frame, 0, 0, now_ms, lookup, tokens),
             State::Authenticate { mech, name, framed: true } => {
                 let Some(h) = header(frame) else { return close("a frame too short for a request header") };
                 if h.key != ApiKey::SaslAuthenticate as i16 {
@@ -230,7 +248,7 @@ impl SaslSession {
                 let req = body(frame, ApiKey::SaslAuthenticate, h.version)
                     .and_then(|mut b| SaslAuthenticateRequest::decode(&mut b, h.version).map_err(|e| e.to_string()));
                 match req {
-                    Ok(req) => self.token(mech, name, true, &req.auth_bytes, h.version, h.correlation_id, now_ms, lookup),
+                    Ok(req) => self.token(mech, name, true, &req.auth_bytes, h.version, h.correlation_id, now_ms, lookup, tokens),
                     Err(e) => close(format!("malformed SaslAuthenticate: {e}")),
                 }
             }
@@ -314,7 +332,8 @@ impl SaslSession {
         version: i16,
         correlation_id: i32,
         now_ms: i64,
-        lookup: &dyn Fn(&str, ScramMechanism) -> Option<ScramCredential>,
+        lookup: &Lookup<'_>,
+        tokens: &Tokens<'_>,
     ) -> Outcome {
         let reauth = self.authenticated.is_some();
         // When the credential itself expires (an OAUTHBEARER token's exp), in ms since the epoch.
@@ -323,7 +342,7 @@ impl SaslSession {
             Mech::Plain => plain::authenticate(&self.config.plain, token)
                 .map(|user| Step::Done { response: Vec::new(), user })
                 .map_err(Failure::Rejected),
-            Mech::Scram(s) => s.step(token, lookup, &scram::nonce),
+            Mech::Scram(s) => s.step_with_tokens(token, lookup, tokens, &scram::nonce),
             Mech::OAuth(o) => match &self.config.oauth {
                 Some(v) => o.step(token, v, now_ms).map(|(step, expires)| {
                     credential_expires = expires;
@@ -356,18 +375,27 @@ impl SaslSession {
                 // Kafka's rule: the session lasts connections.max.reauth.ms, or until the
                 // credential expires if that is sooner; with neither it never expires.
                 let reauth_ms = self.config.reauth_ms;
-                let lifetime = match credential_expires {
-                    None => (reauth_ms > 0).then_some(reauth_ms),
-                    Some(exp) => {
-                        let left = exp.saturating_sub(now_ms);
-                        Some(if reauth_ms > 0 { left.min(reauth_ms) } else { left }.max(0))
-                    }
+                let by_reauth = (reauth_ms > 0).then(|| now_ms.saturating_add(reauth_ms));
+                // KIP-368: a session ends with its credential (an OAUTHBEARER token's exp, a
+                // delegation token's expiry), or after connections.max.reauth.ms if sooner.
+                let token_expiry = match &mech {
+                    Mech::Scram(s) => s.token_expiry(),
+                    Mech::Plain | Mech::OAuth(_) => None,
                 };
-                self.expires_at_ms = lifetime.map(|l| now_ms.saturating_add(l));
+                let credential_end = match (credential_expires, token_expiry) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                self.expires_at_ms = match (by_reauth, credential_end) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                self.token_authenticated = token_expiry.is_some();
+                let lifetime = self.expires_at_ms.map_or(0, |e| e.saturating_sub(now_ms).max(0));
                 let principal = format!("User:{user}");
                 self.authenticated = Some((principal.clone(), name));
                 self.state = State::Authenticated;
-                Outcome::Authenticated { reply: frame_for(bytes, lifetime.unwrap_or(0)), principal, expires_at_ms: self.expires_at_ms }
+                Outcome::Authenticated { reply: frame_for(bytes, lifetime), principal, expires_at_ms: self.expires_at_ms }
             }
             Err(f) => {
                 // The client hears Kafka's words; the log keeps what was actually wrong.

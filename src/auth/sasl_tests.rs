@@ -287,3 +287,69 @@ fn a_refused_oauthbearer_token_gets_the_json_error_then_authentication_failed() 
     assert_eq!(a.error_code, 58);
     assert!(a.error_message.unwrap().contains("invalid credentials with SASL mechanism OAUTHBEARER"));
 }
+
+/// The client's final message for `password`, RFC 5802 without channel binding.
+fn scram_final(m: ScramMechanism, password: &str, client_first_bare: &str, server_first: &str) -> String {
+    let fields: Vec<&str> = server_first.split(',').collect();
+    let salt = B64.decode(&fields[1][2..]).unwrap();
+    let iterations: u32 = fields[2][2..].parse().unwrap();
+    let salted = scram::salted_password(m, password.as_bytes(), &salt, iterations);
+    let client_key = scram::hmac(m, &salted, b"Client Key");
+    let without_proof = format!("c=biws,{}", fields[0]);
+    let auth = format!("{client_first_bare},{server_first},{without_proof}");
+    let sig = scram::hmac(m, &scram::hash(m, &client_key), auth.as_bytes());
+    let proof: Vec<u8> = client_key.iter().zip(&sig).map(|(a, b)| a ^ b).collect();
+    format!("{without_proof},p={}", B64.encode(proof))
+}
+
+#[test]
+fn a_token_login_acts_as_the_owner_and_ends_with_the_token() {
+    use crate::auth::token::{self, TokenCredential};
+    use crate::auth::Principal;
+    let m = ScramMechanism::Sha512;
+    let salt = token::random_salt();
+    let cred = token::scram_credential("secret", "tok-1", m, &salt);
+    let tokens = move |id: &str, mm: ScramMechanism| {
+        (id == "tok-1" && mm == m).then(|| TokenCredential { credential: cred.clone(), owner: Principal::user("alice"), expiry_ms: 5000 })
+    };
+    for (reauth_ms, lifetime) in [(0, 4000), (60_000, 4000), (1000, 1000)] {
+        let mut s = SaslSession::new(config(reauth_ms));
+        s.on_frame_with_tokens(&handshake(1, m.name()), 1000, &no_users, &tokens);
+        let bare = "n=tok-1,r=clientnonce,tokenauth=true";
+        let first = format!("n,,{bare}");
+        let Outcome::Reply(r) = s.on_frame_with_tokens(&authenticate(2, first.as_bytes()), 1000, &no_users, &tokens) else { panic!() };
+        let server_first: SaslAuthenticateResponse = decode(&r, ApiKey::SaslAuthenticate, 2);
+        let server_first = String::from_utf8(server_first.auth_bytes.to_vec()).unwrap();
+        let fin = scram_final(m, &token::hmac_base64("secret", "tok-1"), bare, &server_first);
+        let Outcome::Authenticated { reply, principal, expires_at_ms } =
+            s.on_frame_with_tokens(&authenticate(2, fin.as_bytes()), 1000, &no_users, &tokens)
+        else {
+            panic!()
+        };
+        assert_eq!(principal, "User:alice");
+        assert!(s.token_authenticated());
+        assert_eq!(expires_at_ms, Some(1000 + lifetime), "reauth {reauth_ms}");
+        let a: SaslAuthenticateResponse = decode(&reply, ApiKey::SaslAuthenticate, 2);
+        assert_eq!(a.session_lifetime_ms, lifetime, "the session may not outlive the token (KIP-368)");
+    }
+    // The wrong password, and a token id without tokenauth, are failed logins.
+    let mut s = SaslSession::new(config(0));
+    s.on_frame_with_tokens(&handshake(1, m.name()), 0, &no_users, &tokens);
+    let bare = "n=tok-1,r=clientnonce,tokenauth=true";
+    let Outcome::Reply(r) = s.on_frame_with_tokens(&authenticate(2, format!("n,,{bare}").as_bytes()), 0, &no_users, &tokens) else {
+        panic!()
+    };
+    let server_first: SaslAuthenticateResponse = decode(&r, ApiKey::SaslAuthenticate, 2);
+    let fin = scram_final(m, "not-the-hmac", bare, std::str::from_utf8(&server_first.auth_bytes).unwrap());
+    assert!(matches!(
+        s.on_frame_with_tokens(&authenticate(2, fin.as_bytes()), 0, &no_users, &tokens),
+        Outcome::Close { reply: Some(_), .. }
+    ));
+    let mut s = SaslSession::new(config(0));
+    s.on_frame_with_tokens(&handshake(1, m.name()), 0, &no_users, &tokens);
+    assert!(matches!(
+        s.on_frame_with_tokens(&authenticate(2, b"n,,n=tok-1,r=clientnonce"), 0, &no_users, &tokens),
+        Outcome::Close { reply: Some(_), .. }
+    ));
+    assert!(!s.token_authenticated());
+}

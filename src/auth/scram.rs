@@ -11,6 +11,7 @@ use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256, Sha512};
 use subtle::ConstantTimeEq;
 
+use super::token::TokenCredential;
 use super::Step;
 use crate::auth::credential::{ScramCredential, ScramMechanism};
 
@@ -83,6 +84,8 @@ pub enum Failure {
 pub struct ScramServer {
     mechanism: ScramMechanism,
     state: State,
+    /// Set once a `tokenauth=true` client-first names a token: its expiry.
+    token_expiry: Option<i64>,
 }
 
 enum State {
@@ -159,7 +162,12 @@ pub fn user_to_sasl_name(user: &str) -> String {
 impl ScramServer {
     /// A new exchange for `mechanism`.
     pub fn new(mechanism: ScramMechanism) -> ScramServer {
-        ScramServer { mechanism, state: State::ClientFirst }
+        ScramServer { mechanism, state: State::ClientFirst, token_expiry: None }
+    }
+
+    /// The expiry of the delegation token this exchange logs in with, if it does.
+    pub fn token_expiry(&self) -> Option<i64> {
+        self.token_expiry
     }
 
     /// The mechanism this exchange uses.
@@ -175,16 +183,34 @@ impl ScramServer {
         lookup: &dyn Fn(&str, ScramMechanism) -> Option<ScramCredential>,
         nonce: &dyn Fn() -> String,
     ) -> Result<Step, Failure> {
+        self.step_with_tokens(input, lookup, &|_, _| None, nonce)
+    }
+
+    /// [`step`](Self::step), where a `tokenauth=true` client-first names a delegation token
+    /// that `tokens` finds by id: the password is the token's HMAC, and the exchange ends
+    /// authenticated as the token's owner, as Kafka's `ScramSaslServer` does.
+    pub fn step_with_tokens(
+        &mut self,
+        input: &[u8],
+        lookup: &dyn Fn(&str, ScramMechanism) -> Option<ScramCredential>,
+        tokens: &dyn Fn(&str, ScramMechanism) -> Option<TokenCredential>,
+        nonce: &dyn Fn() -> String,
+    ) -> Result<Step, Failure> {
         let msg = std::str::from_utf8(input).map_err(|_| Failure::Invalid("a SCRAM message must be UTF-8".into()))?;
         match std::mem::replace(&mut self.state, State::Done) {
             State::ClientFirst => {
                 let first = parse_client_first(msg).map_err(Failure::Invalid)?;
-                if first.token_auth {
-                    // Delegation tokens are not built: there is no token to check against.
-                    return Err(Failure::Invalid(format!("Token Authentication failed: Invalid tokenId : {}", first.user)));
-                }
-                let credential = lookup(&first.user, self.mechanism)
-                    .ok_or_else(|| Failure::Invalid("Authentication failed: Invalid user credentials".into()))?;
+                // A token login proves the token id and acts as the token's owner.
+                let (credential, authorized) = if first.token_auth {
+                    let t = tokens(&first.user, self.mechanism)
+                        .ok_or_else(|| Failure::Invalid(format!("Token Authentication failed: Invalid tokenId : {}", first.user)))?;
+                    self.token_expiry = Some(t.expiry_ms);
+                    (t.credential, t.owner.name)
+                } else {
+                    let c = lookup(&first.user, self.mechanism)
+                        .ok_or_else(|| Failure::Invalid("Authentication failed: Invalid user credentials".into()))?;
+                    (c, first.user.clone())
+                };
                 if !first.authzid.is_empty() && sasl_name_to_user(first.authzid).ok().as_deref() != Some(first.user.as_str()) {
                     return Err(Failure::Rejected(
                         "Authentication failed: Client requested an authorization id that is different from username".into(),
@@ -200,7 +226,7 @@ impl ScramServer {
                 let server_first = format!("r={full_nonce},s={},i={}", B64.encode(&credential.salt), credential.iterations);
                 let out = server_first.clone().into_bytes();
                 self.state = State::ClientFinal {
-                    user: first.user,
+                    user: authorized,
                     credential,
                     gs2_header: first.gs2_header.to_string(),
                     client_first_bare: first.bare.to_string(),
@@ -349,6 +375,43 @@ mod tests {
         assert_eq!(r, Err(Failure::Invalid("Authentication failed: Invalid user credentials".into())));
         let r = ScramServer::new(ScramMechanism::Sha512).step(b"n,,n=tokenid,r=abc,tokenauth=true", &lookup, &nonce);
         assert!(matches!(r, Err(Failure::Invalid(m)) if m.contains("Token Authentication failed")));
+    }
+
+    #[test]
+    fn a_token_login_proves_the_hmac_and_acts_as_the_owner() {
+        use crate::auth::token::{self, TokenCredential};
+        use crate::auth::Principal;
+        let no_users = |_: &str, _: ScramMechanism| None;
+        for m in ScramMechanism::ALL {
+            let cred = token::scram_credential("secret", "tok-1", m, b"token salt");
+            let tokens = move |id: &str, mm: ScramMechanism| {
+                (id == "tok-1" && mm == m).then(|| TokenCredential {
+                    credential: cred.clone(),
+                    owner: Principal::user("alice"),
+                    expiry_ms: 99,
+                })
+            };
+            let hmac = token::hmac_base64("secret", "tok-1");
+            for (password, ok) in [(hmac.as_str(), true), ("wrong", false), (token::hmac_base64("other", "tok-1").as_str(), false)] {
+                let mut s = ScramServer::new(m);
+                let bare = "n=tok-1,r=clientnonce,tokenauth=true";
+                let Step::Continue(first) = s.step_with_tokens(format!("n,,{bare}").as_bytes(), &no_users, &tokens, &nonce).unwrap() else {
+                    panic!()
+                };
+                assert_eq!(s.token_expiry(), Some(99));
+                let (fin, _) = client_final(m, password, bare, &String::from_utf8(first).unwrap());
+                match s.step_with_tokens(fin.as_bytes(), &no_users, &tokens, &nonce) {
+                    Ok(Step::Done { user, .. }) => assert!(ok && user == "alice", "{password}: {user}"),
+                    Err(Failure::Invalid(m)) => assert!(!ok && m == "Invalid client credentials"),
+                    other => panic!("{other:?}"),
+                }
+            }
+            // Without tokenauth a token id is just an unknown user; an unknown token fails at once.
+            let r = ScramServer::new(m).step_with_tokens(b"n,,n=tok-1,r=abc", &no_users, &tokens, &nonce);
+            assert_eq!(r, Err(Failure::Invalid("Authentication failed: Invalid user credentials".into())));
+            let r = ScramServer::new(m).step_with_tokens(b"n,,n=tok-2,r=abc,tokenauth=true", &no_users, &tokens, &nonce);
+            assert_eq!(r, Err(Failure::Invalid("Token Authentication failed: Invalid tokenId : tok-2".into())));
+        }
     }
 
     #[test]

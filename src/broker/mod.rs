@@ -3,6 +3,7 @@
 mod acls;
 mod configs;
 mod reconcile;
+mod tokens;
 mod topics;
 pub mod txn_verify;
 

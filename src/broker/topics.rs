@@ -51,7 +51,9 @@ impl Broker {
             | Response::Partition { offset, .. }
             | Response::Elected { offset, .. }
             | Response::AclsDeleted { offset, .. }
-            | Response::Users { offset, .. } => *offset,
+            | Response::Users { offset, .. }
+            | Response::Token { offset, .. }
+            | Response::TokenExpiry { offset, .. } => *offset,
             Response::Failed(e) => return Err(e.clone()),
             _ => 0,
         };

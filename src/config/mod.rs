@@ -6,7 +6,7 @@
 pub mod listeners;
 mod settings;
 
-pub use settings::{Settings, STANDARD_AUTHORIZER};
+pub use settings::{Secret, Settings, STANDARD_AUTHORIZER};
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -172,6 +172,24 @@ pub static KEYS: &[KeyDef] = &[
         broker,
         true,
         "Kafka's GSSAPI login thread's sleep between refresh attempts; kept and described, as this build serves no GSSAPI."
+    ),
+    key!(
+        "delegation.token.secret.key",
+        None,
+        String,
+        broker,
+        false,
+        "The secret every node signs delegation tokens with (HmacSHA512); unset: tokens are off (DELEGATION_TOKEN_AUTH_DISABLED)."
+    ),
+    key!("delegation.token.max.lifetime.ms", Some("604800000"), Long, broker, false, "A token cannot be renewed past this age."),
+    key!("delegation.token.expiry.time.ms", Some("86400000"), Long, broker, false, "How long a token lives unless renewed."),
+    key!(
+        "delegation.token.expiry.check.interval.ms",
+        Some("3600000"),
+        Long,
+        broker,
+        false,
+        "How often the controller removes expired delegation tokens."
     ),
     key!("controller.quorum.request.timeout.ms", Some("30000"), Int, broker, false, "How long a metadata change may take."),
     key!("broker.heartbeat.interval.ms", Some("2000"), Int, broker, false, "How often a broker heartbeats to the controller."),

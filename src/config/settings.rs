@@ -47,6 +47,21 @@ pub struct Settings {
     /// `super.users`, each as `Type:name`.
     pub super_users: Vec<String>,
     pub allow_everyone_if_no_acl_found: bool,
+    /// `delegation.token.secret.key`; None (unset or empty) turns delegation tokens off.
+    pub delegation_token_secret_key: Option<Secret>,
+    pub delegation_token_max_lifetime_ms: i64,
+    pub delegation_token_expiry_time_ms: i64,
+    pub delegation_token_expiry_check_interval_ms: i64,
+}
+
+/// A secret setting: its value stays out of `Debug` output and so out of logs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret([hidden])")
+    }
 }
 
 /// The `authorizer.class.name` that turns authorization on.
@@ -129,6 +144,11 @@ impl Settings {
             authorizer_enabled,
             super_users,
             allow_everyone_if_no_acl_found: boolean("allow.everyone.if.no.acl.found")?,
+            delegation_token_secret_key: Some(config.get("delegation.token.secret.key")).filter(|k| !k.is_empty()).map(Secret),
+            // Kafka's lower bound for all three is 1 ms.
+            delegation_token_max_lifetime_ms: int("delegation.token.max.lifetime.ms")?.max(1),
+            delegation_token_expiry_time_ms: int("delegation.token.expiry.time.ms")?.max(1),
+            delegation_token_expiry_check_interval_ms: int("delegation.token.expiry.check.interval.ms")?.max(1),
         })
     }
 }

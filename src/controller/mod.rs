@@ -13,6 +13,7 @@ pub mod quorum;
 pub mod raft_store;
 pub mod rpc;
 mod scram;
+mod tokens;
 mod topics;
 
 #[cfg(test)]
@@ -40,6 +41,8 @@ pub struct Controller {
     heartbeats: Mutex<HashMap<i32, i64>>,
     ops: tokio::sync::Mutex<()>,
     last_rebalance: Mutex<i64>,
+    /// When expired delegation tokens were last looked for.
+    last_token_sweep: Mutex<i64>,
     /// Records the first active controller writes along with the cluster id (a migrated
     /// single-broker `metadata.json`), and the file to retire once they are in the log.
     bootstrap: Mutex<Option<(Vec<Record>, std::path::PathBuf)>>,
@@ -55,6 +58,7 @@ impl Controller {
             heartbeats: Mutex::new(HashMap::new()),
             ops: tokio::sync::Mutex::new(()),
             last_rebalance: Mutex::new(now_ms()),
+            last_token_sweep: Mutex::new(now_ms()),
             bootstrap: Mutex::new(None),
             formation: Mutex::new(Vec::new()),
         })
@@ -143,6 +147,11 @@ impl Controller {
             Request::CreateAcls { acls } => self.create_acls(acls).await,
             Request::DeleteAcls { filters } => self.delete_acls(filters).await,
             Request::AlterScram { deletions, upsertions } => self.alter_scram(deletions, upsertions).await,
+            Request::CreateToken { requester, owner, renewers, max_lifetime_ms } => {
+                self.create_token(requester, owner, renewers, max_lifetime_ms).await
+            }
+            Request::RenewToken { requester, hmac, period_ms } => self.change_token(requester, hmac.0, period_ms, false).await,
+            Request::ExpireToken { requester, hmac, period_ms } => self.change_token(requester, hmac.0, period_ms, true).await,
             Request::FetchMetadata { .. } | Request::DescribeQuorum => unreachable!("answered above"),
         };
         match r {
@@ -389,6 +398,7 @@ impl Controller {
                 return;
             }
         }
+        self.sweep_tokens(now).await;
         let interval = settings.leader_imbalance_check_interval_ms;
         if settings.auto_leader_rebalance_enable && now - *self.last_rebalance.lock() >= interval {
             *self.last_rebalance.lock() = now;

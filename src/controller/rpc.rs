@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::auth::{AclBinding, AclFilter};
+use crate::auth::token::DelegationToken;
+use crate::auth::{AclBinding, AclFilter, Principal};
 use crate::error::Error;
 use crate::metadata::image::TopicImage;
 use crate::metadata::records::{PartitionState, RecordBatch};
@@ -102,6 +103,25 @@ pub enum Request {
         deletions: Vec<(String, i8)>,
         upsertions: Vec<ScramUpsertion>,
     },
+    /// CreateDelegationToken, checked by the broker; `owner` None: the requester's own.
+    CreateToken {
+        requester: Principal,
+        owner: Option<Principal>,
+        renewers: Vec<Principal>,
+        max_lifetime_ms: i64,
+    },
+    /// RenewDelegationToken of the token with this HMAC.
+    RenewToken {
+        requester: Principal,
+        hmac: Hmac,
+        period_ms: i64,
+    },
+    /// ExpireDelegationToken; a negative period removes the token at once.
+    ExpireToken {
+        requester: Principal,
+        hmac: Hmac,
+        period_ms: i64,
+    },
     DescribeQuorum,
     /// Committed metadata from offset `from` on (for nodes that don't vote).
     FetchMetadata {
@@ -124,6 +144,16 @@ pub struct ScramUpsertion {
 impl std::fmt::Debug for ScramUpsertion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "ScramUpsertion({}, mechanism {}, {} iterations)", self.name, self.mechanism, self.iterations)
+    }
+}
+
+/// A token's HMAC as a request names it: it logs a token in, so it stays out of logs.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Hmac(pub Vec<u8>);
+
+impl std::fmt::Debug for Hmac {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hmac([hidden])")
     }
 }
 
@@ -180,6 +210,16 @@ pub enum Response {
     /// Per user, in the order the users first appear in the request.
     Users {
         results: Vec<(String, Result<(), Error>)>,
+        offset: u64,
+    },
+    /// A created token, or why not.
+    Token {
+        result: Result<DelegationToken, Error>,
+        offset: u64,
+    },
+    /// A renewed or expired token's new expiry, or why not.
+    TokenExpiry {
+        result: Result<i64, Error>,
         offset: u64,
     },
     Quorum(QuorumInfo),

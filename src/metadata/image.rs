@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::records::{Endpoint, PartitionState, Record, ScramCredential, ScramMechanism};
+use super::records::{DelegationToken, Endpoint, PartitionState, Record, ScramCredential, ScramMechanism};
 use crate::auth::Acls;
 
 /// A registered broker.
@@ -67,6 +67,9 @@ pub struct Image {
     /// SCRAM credentials by user, then mechanism (Kafka's `ScramImage`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub scram: BTreeMap<String, BTreeMap<ScramMechanism, ScramCredential>>,
+    /// Delegation tokens by id (Kafka's `DelegationTokenImage`), expired ones until swept.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tokens: BTreeMap<String, DelegationToken>,
 }
 
 impl Image {
@@ -148,6 +151,12 @@ impl Image {
                     }
                 }
             }
+            Record::DelegationToken { token } => {
+                self.tokens.insert(token.token_id.clone(), token.clone());
+            }
+            Record::RemoveDelegationToken { token_id } => {
+                self.tokens.remove(token_id);
+            }
         }
     }
 
@@ -204,7 +213,7 @@ mod tests {
         let mut out = vec![RecordBatch::new(vec![Record::ClusterId { id: format!("c{seed}") }])];
         for i in 0..len {
             let broker = rng.below(5) as i32;
-            let rec = match rng.below(10) {
+            let rec = match rng.below(11) {
                 0 => Record::RegisterBroker {
                     id: broker,
                     incarnation: Uuid::from_u64_pair(seed, i as u64),
@@ -270,6 +279,18 @@ mod tests {
                 9 => Record::RemoveUserScramCredential {
                     name: format!("u{}", rng.below(4)),
                     mechanism: ScramMechanism::ALL[rng.below(2) as usize],
+                },
+                10 if rng.below(3) == 0 => Record::RemoveDelegationToken { token_id: format!("tok{}", rng.below(4)) },
+                10 => Record::DelegationToken {
+                    token: DelegationToken {
+                        token_id: format!("tok{}", rng.below(4)),
+                        owner: crate::auth::Principal::user(&format!("u{}", rng.below(3))),
+                        requester: crate::auth::Principal::user("admin"),
+                        renewers: vec![crate::auth::Principal::user("u0")],
+                        issue_ms: i as i64,
+                        max_ms: i as i64 + 100,
+                        expiry_ms: i as i64 + rng.below(100) as i64,
+                    },
                 },
                 _ => Record::UnfenceBroker { id: broker, epoch: i as u64 },
             };

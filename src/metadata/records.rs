@@ -21,6 +21,8 @@
 //! | `RemoveAccessControlEntry` | the ACL with that id was deleted                        |
 //! | `UserScramCredential` | a user's SCRAM credential for one mechanism (Kafka's `UserScramCredentialRecord`) |
 //! | `RemoveUserScramCredential` | that credential is gone                                   |
+//! | `DelegationToken` | a token created or given a new expiry (Kafka's `DelegationTokenRecord`; no HMAC) |
+//! | `RemoveDelegationToken` | the token is gone (expired, or expired on request)        |
 
 use std::collections::BTreeMap;
 
@@ -29,6 +31,8 @@ use uuid::Uuid;
 
 /// The SCRAM types records carry; they belong to `auth`, which must not import `metadata`.
 pub use crate::auth::credential::{ScramCredential, ScramMechanism};
+/// The token type records carry, from `auth` like the SCRAM types.
+pub use crate::auth::token::DelegationToken;
 use crate::auth::AclBinding;
 
 /// The version written by this build.
@@ -138,6 +142,12 @@ pub enum Record {
     RemoveUserScramCredential {
         name: String,
         mechanism: ScramMechanism,
+    },
+    DelegationToken {
+        token: DelegationToken,
+    },
+    RemoveDelegationToken {
+        token_id: String,
     },
 }
 

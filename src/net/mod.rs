@@ -305,7 +305,8 @@ async fn sasl_turn<W: Sink>(
         Outcome::Reply(reply) => (Some(reply), false),
         Outcome::Authenticated { reply, principal, .. } => {
             tracing::debug!(%peer, listener = %session.listener, %principal, "SASL authentication succeeded");
-            *session = Arc::new(api::Session { principal: principal.into(), ..(**session).clone() });
+            let token_authenticated = sasl.token_authenticated();
+            *session = Arc::new(api::Session { principal: principal.into(), token_authenticated, ..(**session).clone() });
             (Some(reply), false)
         }
         Outcome::Close { reply, reason } => {
@@ -326,11 +327,15 @@ async fn sasl_turn<W: Sink>(
 }
 
 /// Passes one frame of a connection on a SASL listener through its session, with the
-/// SCRAM credentials of the current metadata image.
+/// SCRAM credentials and the delegation tokens of the current metadata image.
 fn sasl_gate(session: &mut SaslSession, frame: &[u8], broker: &Broker) -> Outcome {
     let img = broker.cluster.image();
+    let settings = broker.settings();
+    let now = crate::clock::now_ms();
     let lookup = |user: &str, m| img.scram_credential(user, m).cloned();
-    session.on_frame(frame, crate::clock::now_ms(), &lookup)
+    let secret = settings.delegation_token_secret_key.as_ref().map(|k| k.0.as_str());
+    let tokens = |id: &str, m| crate::auth::token::login_credential(secret, img.tokens.get(id), m, now);
+    session.on_frame_with_tokens(frame, now, &lookup, &tokens)
 }
 
 /// Whether a request may start while the `busy` Produce requests run: only a Produce request

@@ -39,13 +39,20 @@ final class SluiceBroker implements AutoCloseable {
     private final Path dataDir;
     private final Path logFile;
     private final Thread shutdownHook;
+    /** False when the caller owns the data directory ({@link #startOn}): close leaves it. */
+    private final boolean ownsData;
     private boolean closed;
 
     private SluiceBroker(Process process, int port, Path dataDir, Path logFile) {
+        this(process, port, dataDir, logFile, true);
+    }
+
+    private SluiceBroker(Process process, int port, Path dataDir, Path logFile, boolean ownsData) {
         this.process = process;
         this.port = port;
         this.dataDir = dataDir;
         this.logFile = logFile;
+        this.ownsData = ownsData;
         this.shutdownHook = new Thread(() -> {
             if (process.isAlive()) {
                 process.destroy();
@@ -120,6 +127,44 @@ final class SluiceBroker implements AutoCloseable {
         throw new IllegalStateException("sluice failed to start: " + failure);
     }
 
+    /**
+     * Starts a broker whose listeners {@code settings} name (no {@code --listen}/{@code --advertise})
+     * on {@code dataDir}, and waits until {@code readyPort} accepts connections. The data directory
+     * is the caller's: {@link #close()} leaves it, so a test can start the broker again on it.
+     */
+    static SluiceBroker startOn(String name, Path dataDir, int readyPort, Map<String, String> settings) throws Exception {
+        Path bin = binary();
+        if (!Files.isRegularFile(bin) || !Files.isExecutable(bin)) {
+            throw new IllegalStateException("sluice binary not found or not executable: " + bin);
+        }
+        Path logDir = Paths.get(System.getProperty("sluice.logDir", "target/sluice-logs"));
+        Files.createDirectories(logDir);
+        Duration readyTimeout = Duration.ofMillis(Long.getLong("sluice.startTimeoutMs", 10_000L));
+        String stamp = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss-SSS"));
+        Path logFile = logDir.resolve(name + "-" + stamp + "-" + readyPort + ".log").toAbsolutePath();
+        List<String> cmd = new ArrayList<>(List.of(bin.toString(), "serve", "--data-dir", dataDir.toString(),
+                "--node-id", Integer.toString(NODE_ID)));
+        for (Map.Entry<String, String> e : settings.entrySet()) {
+            cmd.add("--set");
+            cmd.add(e.getKey() + "=" + e.getValue());
+        }
+        Files.writeString(logFile, "# " + String.join(" ", cmd) + System.lineSeparator(), StandardCharsets.UTF_8);
+        Process process = new ProcessBuilder(cmd)
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile()))
+                .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
+                .start();
+        SluiceBroker broker = new SluiceBroker(process, readyPort, dataDir, logFile, false);
+        if (broker.awaitReady(readyTimeout)) {
+            System.out.printf("[sluice] %s: pid %d ready on 127.0.0.1:%d (log %s)%n", name, process.pid(), readyPort, logFile);
+            return broker;
+        }
+        String failure = (process.isAlive() ? "did not accept connections on port " + readyPort
+                : "exited with code " + process.exitValue()) + "\n--- " + logFile + " (tail) ---\n" + broker.logTail(40);
+        broker.close();
+        throw new IllegalStateException("sluice failed to start: " + failure);
+    }
+
     static SluiceBroker start(String name) throws Exception {
         return start(name, Map.of());
     }
@@ -144,7 +189,7 @@ final class SluiceBroker implements AutoCloseable {
         return Paths.get("../../target/release/sluice").toAbsolutePath().normalize();
     }
 
-    private static int freePort() throws IOException {
+    static int freePort() throws IOException {
         try (ServerSocket s = new ServerSocket()) {
             s.setReuseAddress(true);
             s.bind(new InetSocketAddress("127.0.0.1", 0));
@@ -216,13 +261,13 @@ final class SluiceBroker implements AutoCloseable {
             } catch (IllegalStateException alreadyShuttingDown) {
                 // the hook itself will run; nothing to do
             }
-            if (System.getenv("SLUICE_KEEP_DATA") == null) {
+            if (ownsData && System.getenv("SLUICE_KEEP_DATA") == null) {
                 deleteRecursively(dataDir);
             }
         }
     }
 
-    private static void deleteRecursively(Path dir) {
+    static void deleteRecursively(Path dir) {
         if (!Files.exists(dir)) {
             return;
         }
