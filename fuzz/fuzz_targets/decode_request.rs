@@ -4,6 +4,7 @@
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
+use sluice::auth::oauth::Validator;
 use sluice::auth::plain::PlainUsers;
 use sluice::auth::sasl::{Outcome, SaslConfig, SaslSession};
 use sluice::auth::scram::credential_from_salted;
@@ -13,8 +14,10 @@ fn sasl_config() -> Arc<SaslConfig> {
     static CONFIG: OnceLock<Arc<SaslConfig>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
-            let enabled = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"].map(String::from).to_vec();
-            Arc::new(SaslConfig::new(enabled, Some(PlainUsers::new([("u", "p")])), 1000, 1 << 20).unwrap())
+            let enabled = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"].map(String::from).to_vec();
+            let mut c = SaslConfig::new(enabled, Some(PlainUsers::new([("u", "p")])), 1000, 1 << 20).unwrap();
+            c.oauth = Some(Arc::new(Validator::Unsecured(Default::default())));
+            Arc::new(c)
         })
         .clone()
 }
