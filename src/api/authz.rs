@@ -10,7 +10,7 @@ use crate::error::Error;
 
 impl Ctx<'_> {
     fn requester(&self) -> Requester<'_> {
-        Requester { principal: &self.principal_id, host: &self.host }
+        Requester { principal: &self.principal_id[..], host: &self.host }
     }
 
     /// Is authorization on?

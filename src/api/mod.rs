@@ -97,7 +97,7 @@ pub struct Ctx<'a> {
     /// ACLs are checked against it, other brokers' links included.
     pub principal: Principal,
     /// `principal` as `Type:name`, the form ACLs and `super.users` name it in.
-    principal_id: String,
+    principal_id: Arc<str>,
     /// The peer's bare IP address, as ACL hosts name it.
     pub host: String,
     /// The listener the request came in on.
@@ -110,15 +110,19 @@ pub struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     /// The context of one request from `peer` on a connection of `session`.
     pub fn new(broker: &'a Arc<Broker>, session: &Session, version: i16, client_id: String, peer: std::net::IpAddr) -> Ctx<'a> {
-        // Session principals are made by this broker (TLS mapping, SASL) as `Type:name`.
-        let principal = Principal::parse(&session.principal).unwrap_or_else(|_| Principal::anonymous());
+        // Session principals are made by this broker (TLS mapping, SASL) as `Type:name`, so
+        // the session's string is already the form ACLs name it in.
+        let (principal, principal_id) = match Principal::parse(&session.principal) {
+            Ok(p) => (p, session.principal.clone()),
+            Err(_) => (Principal::anonymous(), Arc::from(crate::transport::principal::ANONYMOUS)),
+        };
         Ctx {
             broker,
             version,
             client_id,
             client_host: format!("/{peer}"),
-            principal_id: principal.to_string(),
             principal,
+            principal_id,
             host: peer.to_string(),
             listener: session.listener.clone(),
             security_protocol: session.security_protocol,
