@@ -194,11 +194,12 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
     } else {
         listeners.controller_protocol().map_err(anyhow::Error::msg)?
     };
-    if controller_protocol.sasl() {
-        bail!(
-            "controller listener {controller_name}: SASL on the controller listener is not built; give it SSL (with ssl.client.auth=required, so only nodes holding a certificate of your CA reach the quorum) or PLAINTEXT"
-        );
-    }
+    // Nodes log in to the controller listener when it is SASL, as Kafka's do.
+    let controller_login = if controller_protocol.sasl() {
+        Some(Arc::new(sluice::controller::sasl::login_for(&cfg, &controller_name).map_err(anyhow::Error::msg)?))
+    } else {
+        None
+    };
     // Brokers log in to each other on a SASL inter-broker listener, as Kafka's do; a single
     // node has no such links.
     let inter_broker_login = if is_broker && listeners.inter_broker_protocol.sasl() && !voters.is_empty() {
@@ -219,6 +220,7 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
     };
     let links = Links {
         controller: Dialer::for_listener(&cfg, &listeners.controller_names[0], controller_protocol)?,
+        controller_login: controller_login.clone(),
         inter_broker: if is_broker {
             Dialer::for_listener(&cfg, &listeners.inter_broker, listeners.inter_broker_protocol)?
         } else {
@@ -274,7 +276,10 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
         let mut peers = HashMap::new();
         for (id, addr) in &voters {
             if *id != node_id {
-                peers.insert(*id as u64, sluice::controller::net::peer_sender(*addr, links.controller.clone()));
+                peers.insert(
+                    *id as u64,
+                    sluice::controller::net::peer_sender(*addr, links.controller.clone(), links.controller_login.clone()),
+                );
             }
         }
         let quorum = sluice::controller::driver::Quorum::start(
@@ -301,7 +306,21 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
         if let Some(addr) = controller_addr.filter(|_| !voters.is_empty()) {
             let l = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr} (controller)"))?;
             let tls = if controller_protocol.tls() { Some(Arc::new(tls::server(&cfg, &controller_name)?)) } else { None };
-            tokio::spawn(sluice::controller::net::serve(l, c.clone(), tls, stop_rx.clone()));
+            let sasl = match &controller_login {
+                Some(login) => {
+                    let sasl = sluice::auth::sasl::SaslConfig::for_listener(&cfg, &controller_name).map_err(anyhow::Error::msg)?;
+                    if !sasl.enabled.contains(&login.mechanism) {
+                        bail!(
+                            "sasl.mechanism.controller.protocol ({}) must be in the sasl.enabled.mechanisms of controller listener {controller_name}",
+                            login.mechanism
+                        );
+                    }
+                    tracing::info!(listener = %controller_name, mechanisms = ?sasl.enabled, user = %login.username, "SASL authentication on the controller listener");
+                    Some(Arc::new(sasl))
+                }
+                None => None,
+            };
+            tokio::spawn(sluice::controller::net::serve(l, c.clone(), tls, sasl, stop_rx.clone()));
         }
         let ticker = c.clone();
         let mut stop = stop_rx.clone();

@@ -4,6 +4,7 @@ with a wrong inter-broker password registers but never joins an ISR; a client th
 not log in is refused."""
 
 import os
+import re
 import signal
 import subprocess
 
@@ -190,6 +191,69 @@ def test_a_broker_with_a_wrong_inter_broker_password_does_not_join_the_isr(secur
     secure.kill(node)
     secure.start_node(node)
     _wait_isr(conf, TOPIC, [1, 2, 3], f"node {node} rejoins with the right password")
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_LEADER = re.compile(r"metadata quorum leader changed.*?leader=(\d+) term=(\d+)")
+
+
+def _quorum_leader(secure):
+    """The active controller: the leader of the highest term any node's log names."""
+    best = (-1, -1)
+    for n in (1, 2, 3):
+        text = _ANSI.sub("", secure.log_path_of(n).read_text(errors="replace"))
+        for leader, term in _LEADER.findall(text):
+            best = max(best, (int(term), int(leader)))
+    return best
+
+
+def test_the_quorum_forms_over_sasl_ssl_and_a_wrong_controller_password_is_refused(secure):
+    conf = secure.client_conf()
+    node_conf = (secure.data_dir / "node-1" / "config.toml").read_text()
+    assert "CONTROLLER:SASL_SSL" in node_conf and '"sasl.mechanism.controller.protocol" = "SCRAM-SHA-512"' in node_conf, node_conf
+    _wait_isr(conf, TOPIC, [1, 2, 3], "before the restart")
+    _, leader = _quorum_leader(secure)
+    node = next(n for n in (1, 2, 3) if n != leader)
+    secure.kill(node)
+    jaas = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
+            'username="broker" password="wrong-password";')
+    logs = {n: secure.log_path_of(n) for n in (1, 2, 3)}
+    refused_before = {n: logs[n].read_text(errors="replace").count("controller listener: SASL login refused") for n in logs}
+    cmd = [sluice_bin(), "serve", "--config", str(secure.data_dir / f"node-{node}" / "config.toml"),
+           "--set", f"listener.name.controller.scram-sha-512.sasl.jaas.config={jaas}"]
+    with open(logs[node], "ab") as f:
+        secure.restarted[node] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT)
+    wait_until(lambda: "SASL login to the controller listener as broker (SCRAM-SHA-512) failed"
+               in logs[node].read_text(errors="replace"), 30,
+               what=f"node {node} logs its refused controller login:\n{tail_lines(logs[node])}")
+    others = [n for n in logs if n != node]
+    wait_until(lambda: any(logs[n].read_text(errors="replace").count("controller listener: SASL login refused")
+                           > refused_before[n] for n in others), 30,
+               what="a controller logs the refused login")
+    assert "invalid credentials" in logs[node].read_text(errors="replace"), tail_lines(logs[node])
+    # It cannot take part: it drops out of the ISR (fenced: no heartbeat gets through).
+    wait_until(lambda: node not in _try_partition(conf, TOPIC)[2] and _try_partition(conf, TOPIC)[0] > 0, 30,
+               what=f"node {node} out of the ISR of {TOPIC} (last {_try_partition(conf, TOPIC)})")
+    secure.kill(node)
+    secure.start_node(node)
+    _wait_isr(conf, TOPIC, [1, 2, 3], f"node {node} rejoins with the right controller password")
+
+
+def test_kill_9_of_the_active_controller_elects_a_new_one_over_sasl(secure):
+    conf = secure.client_conf()
+    _wait_isr(conf, TOPIC, [1, 2, 3], "before the kill")
+    term, leader = _quorum_leader(secure)
+    assert leader in (1, 2, 3), (term, leader)
+    secure.kill(leader)
+    new = wait_until(lambda: (lambda t, l: l if t > term and l != leader else None)(*_quorum_leader(secure)), 30,
+                     what=f"a new quorum leader after killing {leader}")
+    assert new != leader
+    # The new active controller decides: a topic on the two nodes left is created.
+    a = _admin(conf)  # kept: a client that is dropped fails its futures
+    fs = a.create_topics([NewTopic("after-controller-kill", 1, 2)], request_timeout=15)
+    fs["after-controller-kill"].result(timeout=30)
+    secure.start_node(leader)
+    _wait_isr(conf, TOPIC, [1, 2, 3], f"node {leader} back after the controller kill")
 
 
 class MtlsDevCluster(DevCluster):

@@ -46,6 +46,8 @@ pub struct Cluster {
 pub struct Links {
     /// The first of `controller.listener.names`: the voters' addresses are on it.
     pub controller: Dialer,
+    /// How this node logs in on the controller listener, when its protocol is SASL.
+    pub controller_login: Option<Arc<Login>>,
     /// `inter.broker.listener.name`: replica fetches, transaction markers, peer calls.
     pub inter_broker: Dialer,
     /// How this broker logs in on the inter-broker listener, when its protocol is SASL.
@@ -163,7 +165,16 @@ impl Cluster {
                     .filter(|t| *t != self.node_id || self.controller.is_none())
                     .or_else(|| round_robin.next());
                 match target.and_then(|t| self.voters.get(&t)) {
-                    Some(addr) => net::call(&self.links.controller, *addr, &req, left.min(Duration::from_secs(30))).await,
+                    Some(addr) => {
+                        net::call(
+                            &self.links.controller,
+                            self.links.controller_login.as_deref(),
+                            *addr,
+                            &req,
+                            left.min(Duration::from_secs(30)),
+                        )
+                        .await
+                    }
                     None => Err(Error::NotController),
                 }
             };

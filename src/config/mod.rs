@@ -130,7 +130,7 @@ pub static KEYS: &[KeyDef] = &[
         String,
         broker,
         false,
-        "The SASL mechanism for a SASL controller listener (Sluice's controller listener takes PLAINTEXT or SSL only)."
+        "The SASL mechanism nodes log in to a SASL controller listener with (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)."
     ),
     key!(
         "sasl.server.callback.handler.class",

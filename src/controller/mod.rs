@@ -12,6 +12,7 @@ pub mod net;
 pub mod quorum;
 pub mod raft_store;
 pub mod rpc;
+pub mod sasl;
 mod scram;
 mod tokens;
 mod topics;

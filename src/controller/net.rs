@@ -1,6 +1,7 @@
 //! The controller listener: Raft messages between voters and controller requests from
 //! brokers, in length-prefixed frames `[u32 length][u8 kind][payload]`, over TCP or TLS
-//! as the controller listener's protocol says.
+//! as the controller listener's protocol says; on a SASL_PLAINTEXT or SASL_SSL listener
+//! every connection logs in first (`super::sasl`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -13,7 +14,11 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use super::rpc::{Request, Response};
+use super::sasl;
 use super::Controller;
+use crate::auth::client::Login;
+use crate::auth::sasl::SaslConfig;
+use crate::clock::now_ms;
 use crate::error::Error;
 use crate::transport::tls::ServerTls;
 use crate::transport::{Dialer, Stream};
@@ -24,7 +29,7 @@ const RESPONSE: u8 = 3;
 /// Snapshots can be large; anything beyond this is not ours.
 const MAX_FRAME: usize = 256 << 20;
 
-async fn write_frame<S: AsyncWrite + Unpin>(s: &mut S, kind: u8, payload: &[u8]) -> std::io::Result<()> {
+pub(super) async fn write_frame<S: AsyncWrite + Unpin>(s: &mut S, kind: u8, payload: &[u8]) -> std::io::Result<()> {
     let mut buf = Vec::with_capacity(payload.len() + 5);
     buf.extend_from_slice(&(payload.len() as u32 + 1).to_be_bytes());
     buf.push(kind);
@@ -32,9 +37,10 @@ async fn write_frame<S: AsyncWrite + Unpin>(s: &mut S, kind: u8, payload: &[u8])
     s.write_all(&buf).await
 }
 
-async fn read_frame<S: AsyncRead + Unpin>(s: &mut S) -> std::io::Result<(u8, Vec<u8>)> {
+/// Reads one frame of at most `max` bytes.
+pub(super) async fn read_frame<S: AsyncRead + Unpin>(s: &mut S, max: usize) -> std::io::Result<(u8, Vec<u8>)> {
     let len = s.read_u32().await? as usize;
-    if len == 0 || len > MAX_FRAME {
+    if len == 0 || len > max.saturating_add(1) {
         return Err(std::io::Error::other(format!("bad controller frame length {len}")));
     }
     let mut buf = vec![0; len];
@@ -44,11 +50,13 @@ async fn read_frame<S: AsyncRead + Unpin>(s: &mut S) -> std::io::Result<(u8, Vec
 }
 
 /// Serves the controller listener until `shutdown`; with `tls`, every connection first
-/// completes a TLS handshake (one that fails closes only that connection).
+/// completes a TLS handshake (one that fails closes only that connection), and with
+/// `sasl` it then logs in.
 pub async fn serve(
     listener: TcpListener,
     controller: Arc<Controller>,
     tls: Option<Arc<ServerTls>>,
+    sasl: Option<Arc<SaslConfig>>,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
 ) {
     loop {
@@ -59,11 +67,12 @@ pub async fn serve(
         let _ = sock.set_nodelay(true);
         let c = controller.clone();
         let tls = tls.clone();
+        let sasl = sasl.clone();
         tokio::spawn(async move {
             match tls {
-                None => serve_conn(sock, c).await,
+                None => serve_conn(sock, peer, c, sasl).await,
                 Some(tls) => match tokio::time::timeout(Duration::from_secs(10), tls.acceptor.accept(sock)).await {
-                    Ok(Ok(s)) => serve_conn(s, c).await,
+                    Ok(Ok(s)) => serve_conn(s, peer, c, sasl).await,
                     Ok(Err(e)) => tracing::info!(%peer, error = %e, "controller listener: TLS handshake failed; closing that connection"),
                     Err(_) => tracing::info!(%peer, "controller listener: no TLS handshake within 10 s; closing that connection"),
                 },
@@ -72,8 +81,35 @@ pub async fn serve(
     }
 }
 
-async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(mut sock: S, c: Arc<Controller>) {
-    while let Ok((kind, payload)) = read_frame(&mut sock).await {
+async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(mut sock: S, peer: SocketAddr, c: Arc<Controller>, sasl: Option<Arc<SaslConfig>>) {
+    let mut expires_at_ms = None;
+    if let Some(config) = sasl {
+        let host = peer.ip().to_string();
+        let lookup = |u: &str, m| c.login_credential(u, m);
+        let may_join = |p: &str| c.may_join(p, &host);
+        let login = sasl::accept(&mut sock, config, now_ms(), &lookup, &may_join);
+        match tokio::time::timeout(Duration::from_secs(10), login).await {
+            Ok(Ok(a)) => {
+                tracing::debug!(%peer, principal = %a.principal, "controller listener: logged in");
+                expires_at_ms = a.expires_at_ms;
+            }
+            Ok(Err(why)) => {
+                tracing::error!(%peer, reason = %why, "controller listener: SASL login refused; closing that connection");
+                return;
+            }
+            Err(_) => {
+                tracing::info!(%peer, "controller listener: no SASL login within 10 s; closing that connection");
+                return;
+            }
+        }
+    }
+    while let Ok((kind, payload)) = read_frame(&mut sock, MAX_FRAME).await {
+        // KIP-368 on this link: a session past its lifetime is closed; the dialer logs in
+        // again on a new connection before that (see `peer_sender`; `call` dials per call).
+        if expires_at_ms.is_some_and(|e| now_ms() >= e) {
+            tracing::info!(%peer, "controller listener: the SASL session expired (connections.max.reauth.ms); closing that connection");
+            return;
+        }
         match kind {
             RAFT => match Message::parse_from_bytes(&payload) {
                 Ok(m) => c.quorum.step(m),
@@ -94,22 +130,56 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(mut sock: S, c: Arc<Contr
     }
 }
 
-/// A sender of Raft messages to one peer. Messages that cannot be sent at once are dropped:
-/// Raft retransmits what matters, and a dead peer must not hold up the others.
-pub fn peer_sender(addr: SocketAddr, dialer: Dialer) -> mpsc::Sender<Message> {
+/// Dials the controller listener at `addr` and, with `login`, logs in. Returns the
+/// stream and when to stop using it (before the session the controller granted ends).
+async fn open(dialer: &Dialer, login: Option<&Login>, addr: &str) -> std::io::Result<(Stream, Option<tokio::time::Instant>)> {
+    let mut s = dialer.connect(addr).await?;
+    let Some(login) = login else { return Ok((s, None)) };
+    let lifetime_ms = sasl::log_in(&mut s, login, &crate::auth::scram::nonce()).await?;
+    // Kafka's clients re-authenticate at 85-95% of the lifetime; this link reconnects at 90%.
+    let until = (lifetime_ms > 0).then(|| tokio::time::Instant::now() + Duration::from_millis(lifetime_ms as u64 * 9 / 10));
+    Ok((s, until))
+}
+
+/// A sender of Raft messages to one peer, logged in as `login` on a SASL controller
+/// listener. Messages that cannot be sent at once are dropped: Raft retransmits what
+/// matters, and a dead peer must not hold up the others.
+pub fn peer_sender(addr: SocketAddr, dialer: Dialer, login: Option<Arc<Login>>) -> mpsc::Sender<Message> {
     let (tx, mut rx) = mpsc::channel::<Message>(4096);
     tokio::spawn(async move {
         let mut conn: Option<Stream> = None;
+        let mut conn_until: Option<tokio::time::Instant> = None;
         let addr = addr.to_string();
         let mut down_until = tokio::time::Instant::now();
+        // A refused login is logged once per streak, not once per Raft message.
+        let mut refused_logged = false;
         while let Some(m) = rx.recv().await {
+            if conn_until.is_some_and(|t| tokio::time::Instant::now() >= t) {
+                conn = None;
+            }
             if conn.is_none() {
                 if tokio::time::Instant::now() < down_until {
                     continue;
                 }
-                match tokio::time::timeout(Duration::from_millis(500), dialer.connect(&addr)).await {
-                    Ok(Ok(s)) => conn = Some(s),
-                    _ => {
+                match tokio::time::timeout(Duration::from_secs(2), open(&dialer, login.as_deref(), &addr)).await {
+                    Ok(Ok((s, until))) => {
+                        conn = Some(s);
+                        conn_until = until;
+                        refused_logged = false;
+                    }
+                    Ok(Err(e)) => {
+                        if e.kind() == std::io::ErrorKind::PermissionDenied {
+                            if !refused_logged {
+                                tracing::error!(peer = %addr, error = %e, "cannot reach a controller quorum peer");
+                                refused_logged = true;
+                            }
+                            down_until = tokio::time::Instant::now() + Duration::from_secs(1);
+                        } else {
+                            down_until = tokio::time::Instant::now() + Duration::from_millis(100);
+                        }
+                        continue;
+                    }
+                    Err(_) => {
                         down_until = tokio::time::Instant::now() + Duration::from_millis(100);
                         continue;
                     }
@@ -125,13 +195,18 @@ pub fn peer_sender(addr: SocketAddr, dialer: Dialer) -> mpsc::Sender<Message> {
     tx
 }
 
-/// Sends one request to the controller listener at `addr` and waits for the answer.
-pub async fn call(dialer: &Dialer, addr: SocketAddr, req: &Request, timeout: Duration) -> Result<Response, Error> {
+/// Sends one request to the controller listener at `addr`, logged in as `login` on a SASL
+/// listener, and waits for the answer.
+pub async fn call(dialer: &Dialer, login: Option<&Login>, addr: SocketAddr, req: &Request, timeout: Duration) -> Result<Response, Error> {
     let fut = async {
-        let mut s = dialer.connect(&addr.to_string()).await?;
+        let (mut s, _) = open(dialer, login, &addr.to_string()).await.inspect_err(|e| {
+            if e.kind() == std::io::ErrorKind::PermissionDenied {
+                tracing::error!(controller = %addr, error = %e, "cannot reach the controller");
+            }
+        })?;
         write_frame(&mut s, REQUEST, &serde_json::to_vec(req).expect("requests serialize")).await?;
         loop {
-            let (kind, payload) = read_frame(&mut s).await?;
+            let (kind, payload) = read_frame(&mut s, MAX_FRAME).await?;
             if kind == RESPONSE {
                 return serde_json::from_slice::<Response>(&payload).map_err(std::io::Error::other);
             }

@@ -17,7 +17,7 @@ pub enum Security {
     Plaintext,
     /// Mutual TLS everywhere; principals are the certificates' names.
     Ssl,
-    /// SASL_SSL (SCRAM-SHA-512) for clients and brokers, SSL with client certificates for the controllers.
+    /// SASL_SSL (SCRAM-SHA-512) for clients, brokers and controllers (with client certificates too on the controller listener).
     SaslSsl,
 }
 
@@ -147,10 +147,11 @@ pub fn node_settings(security: Security, f: &Files, i: u16, listen: &str, contro
     let tls = f.dir.join("tls");
     let path = |p: PathBuf| p.to_string_lossy().into_owned();
     let broker_protocol = if security == Security::SaslSsl { "SASL_SSL" } else { "SSL" };
+    let protocols = format!("BROKER:{broker_protocol},CONTROLLER:{broker_protocol}");
     let mut s: BTreeMap<String, String> = [
         ("listeners", format!("BROKER://{listen},CONTROLLER://{controller}")),
         ("advertised.listeners", format!("BROKER://{listen}")),
-        ("listener.security.protocol.map", format!("BROKER:{broker_protocol},CONTROLLER:SSL")),
+        ("listener.security.protocol.map", protocols),
         ("inter.broker.listener.name", "BROKER".into()),
         ("controller.listener.names", "CONTROLLER".into()),
         ("ssl.keystore.type", "PEM".into()),
@@ -169,6 +170,10 @@ pub fn node_settings(security: Security, f: &Files, i: u16, listen: &str, contro
             s.insert("sasl.enabled.mechanisms".into(), "SCRAM-SHA-512".into());
             s.insert("sasl.mechanism.inter.broker.protocol".into(), "SCRAM-SHA-512".into());
             s.insert("listener.name.broker.scram-sha-512.sasl.jaas.config".into(), jaas(BROKER_USER, &f.broker_password));
+            // Nodes log in to the quorum as the same super user; its credential is in every
+            // controller's --add-scram, so the quorum can form before any metadata exists.
+            s.insert("sasl.mechanism.controller.protocol".into(), "SCRAM-SHA-512".into());
+            s.insert("listener.name.controller.scram-sha-512.sasl.jaas.config".into(), jaas(BROKER_USER, &f.broker_password));
             s.insert("super.users".into(), format!("User:{ADMIN_USER};User:{BROKER_USER}"));
         }
         Security::Ssl | Security::Plaintext => {
