@@ -38,6 +38,7 @@ fn sensitive(name: &str) -> bool {
         || name.ends_with("ssl.keystore.key")
         || name.ends_with("sasl.jaas.config")
         || name == "delegation.token.secret.key"
+        || name == "delegation.token.master.key"
 }
 
 fn entry(e: ConfigEntry, synonyms: bool, docs: bool, version: i16) -> DescribeConfigsResourceResult {

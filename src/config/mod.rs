@@ -181,6 +181,14 @@ pub static KEYS: &[KeyDef] = &[
         false,
         "The secret every node signs delegation tokens with (HmacSHA512); unset: tokens are off (DELEGATION_TOKEN_AUTH_DISABLED)."
     ),
+    key!(
+        "delegation.token.master.key",
+        None,
+        String,
+        broker,
+        false,
+        "Deprecated alias of delegation.token.secret.key, read when that is unset (as Kafka reads it)."
+    ),
     key!("delegation.token.max.lifetime.ms", Some("604800000"), Long, broker, false, "A token cannot be renewed past this age."),
     key!("delegation.token.expiry.time.ms", Some("86400000"), Long, broker, false, "How long a token lives unless renewed."),
     key!(

@@ -144,7 +144,11 @@ impl Settings {
             authorizer_enabled,
             super_users,
             allow_everyone_if_no_acl_found: boolean("allow.everyone.if.no.acl.found")?,
-            delegation_token_secret_key: Some(config.get("delegation.token.secret.key")).filter(|k| !k.is_empty()).map(Secret),
+            // Kafka reads its deprecated alias delegation.token.master.key when the new name is unset.
+            delegation_token_secret_key: [config.get("delegation.token.secret.key"), config.get("delegation.token.master.key")]
+                .into_iter()
+                .find(|k| !k.is_empty())
+                .map(Secret),
             // Kafka's lower bound for all three is 1 ms.
             delegation_token_max_lifetime_ms: int("delegation.token.max.lifetime.ms")?.max(1),
             delegation_token_expiry_time_ms: int("delegation.token.expiry.time.ms")?.max(1),
@@ -191,5 +195,15 @@ mod tests {
         assert!(e.contains("replica.lag.time.max.ms"), "{e}");
         c.dynamic_set.insert("replica.lag.time.max.ms".into(), "1000".into());
         assert_eq!(Settings::from_config(&c).unwrap().replica_lag_time_max_ms, 1000);
+    }
+
+    #[test]
+    fn delegation_token_master_key_is_the_secret_key_s_deprecated_alias() {
+        let mut c = BrokerConfig::default();
+        assert!(Settings::from_config(&c).unwrap().delegation_token_secret_key.is_none());
+        c.set_static("delegation.token.master.key", "old").unwrap();
+        assert_eq!(Settings::from_config(&c).unwrap().delegation_token_secret_key.unwrap().0, "old");
+        c.set_static("delegation.token.secret.key", "new").unwrap();
+        assert_eq!(Settings::from_config(&c).unwrap().delegation_token_secret_key.unwrap().0, "new", "the new name wins");
     }
 }
