@@ -8,6 +8,7 @@ signatures are made with `openssl`."""
 import base64
 import http.server
 import json
+import ssl
 import subprocess
 import threading
 import time
@@ -54,9 +55,10 @@ class RsaKey:
 
 
 class JwksServer:
-    """An HTTP endpoint serving whatever JWKS `keys` holds now, counting its GETs."""
+    """An HTTP endpoint serving whatever JWKS `keys` holds now, counting its GETs; over
+    https with `tls` (an ssl.SSLContext)."""
 
-    def __init__(self):
+    def __init__(self, tls=None):
         self.keys = []
         self.gets = 0
         outer = self
@@ -75,7 +77,10 @@ class JwksServer:
                 pass
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/jwks.json"
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+        scheme = "https" if tls is not None else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}/jwks.json"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self):
@@ -94,12 +99,19 @@ def env(tmp_path_factory):
     (d / "jwks.json").write_text(json.dumps({"keys": [key.jwk()]}))
     http_jwks = JwksServer()
     http_jwks.keys = [key.jwk()]
-    ports = {name: free_port() for name in ("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", "JWKS", "HTTPJWKS")}
+    # The https endpoint has a certificate of the test CA, which the broker trusts through the
+    # JAAS option ssl.truststore.location (Kafka's OAuth code takes its ssl.* from the JAAS options).
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(str(d / "broker.pem"), str(d / "broker.key"))
+    https_jwks = JwksServer(tls)
+    https_jwks.keys = [key.jwk()]
+    ports = {name: free_port() for name in ("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", "JWKS", "HTTPJWKS", "HTTPSJWKS")}
     file_url = f"file://{d / 'jwks.json'}"
     settings = {
         "listeners": ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items()),
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,"
-                                          "JWKS:SASL_PLAINTEXT,HTTPJWKS:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+                                          "JWKS:SASL_PLAINTEXT,HTTPJWKS:SASL_PLAINTEXT,HTTPSJWKS:SASL_PLAINTEXT,"
+                                          "CONTROLLER:PLAINTEXT",
         "inter.broker.listener.name": "PLAINTEXT",
         "sasl.enabled.mechanisms": "OAUTHBEARER",
         "ssl.keystore.type": "PEM",
@@ -107,16 +119,19 @@ def env(tmp_path_factory):
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         # The PLAINTEXT listener is the test's admin door.
         "super.users": "User:ANONYMOUS",
-        "org.apache.kafka.sasl.oauthbearer.allowed.urls": f"{file_url},{http_jwks.url}",
+        "org.apache.kafka.sasl.oauthbearer.allowed.urls": f"{file_url},{http_jwks.url},{https_jwks.url}",
         "sasl.oauthbearer.expected.issuer": "sluice-test",
     }
     for listener in ("sasl_plaintext", "sasl_ssl", "jwks", "httpjwks"):
         settings[f"listener.name.{listener}.oauthbearer.sasl.jaas.config"] = f"{LOGIN} required;"
-    for listener, url in (("jwks", file_url), ("httpjwks", http_jwks.url)):
+    settings["listener.name.httpsjwks.oauthbearer.sasl.jaas.config"] = (
+        f'{LOGIN} required ssl.truststore.location="{d / "ca.pem"}";')
+    for listener, url in (("jwks", file_url), ("httpjwks", http_jwks.url), ("httpsjwks", https_jwks.url)):
         settings[f"listener.name.{listener}.oauthbearer.sasl.server.callback.handler.class"] = JWKS_HANDLER
         settings[f"listener.name.{listener}.oauthbearer.sasl.oauthbearer.jwks.endpoint.url"] = url
     # A long scheduled refresh: only a token with an unknown key id makes the broker reload sooner.
     settings["listener.name.httpjwks.oauthbearer.sasl.oauthbearer.jwks.endpoint.refresh.ms"] = "3600000"
+    settings["listener.name.httpsjwks.oauthbearer.sasl.oauthbearer.jwks.endpoint.refresh.ms"] = "3600000"
     proc, log = start(d, settings)
     admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{ports['PLAINTEXT']}"})
     acls = [AclBinding(ResourceType.TOPIC, "oauth.", ResourcePatternType.PREFIXED, "User:alice", "*", op, AclPermissionType.ALLOW)
@@ -126,7 +141,7 @@ def env(tmp_path_factory):
     for f in admin.create_acls(acls).values():
         f.result(timeout=20)
     yield {"dir": d, "ports": ports, "admin": admin, "key": key, "rotated": rotated, "stranger": stranger,
-           "http": http_jwks, "log": log}
+           "http": http_jwks, "https": https_jwks, "log": log}
     proc.terminate()
     try:
         proc.wait(10)
@@ -134,6 +149,7 @@ def env(tmp_path_factory):
         proc.kill()
         proc.wait()
     http_jwks.close()
+    https_jwks.close()
     fail_on_invariant_violations([log])
 
 
@@ -236,17 +252,19 @@ def test_bad_tokens_fail_with_an_authentication_error(env, case):
     assert any("invalid_token" in m for m in msgs), msgs
 
 
-def test_an_http_jwks_reloads_when_a_token_names_a_new_key(env):
-    server, rotated = env["http"], env["rotated"]
+@pytest.mark.parametrize("listener", ["HTTPJWKS", "HTTPSJWKS"])
+def test_an_http_jwks_reloads_when_a_token_names_a_new_key(env, listener):
+    server, rotated = env["http" if listener == "HTTPJWKS" else "https"], env["rotated"]
+    assert server.url.startswith("https://" if listener == "HTTPSJWKS" else "http://")
     topic = new_topic(env)
-    roundtrip(signed(env, "HTTPJWKS", lambda: env["key"].token()), topic)
+    roundtrip(signed(env, listener, lambda: env["key"].token()), topic)
     # The issuer starts signing with key2 and publishes it: the first login with key2 makes
     # the broker fetch the set again (its hour-long schedule would be too late).
     server.keys = [env["key"].jwk(), rotated.jwk()]
     before = server.gets
     deadline = time.monotonic() + 20
     while True:
-        errs = produce(signed(env, "HTTPJWKS", lambda: rotated.token()), topic, n=1)
+        errs = produce(signed(env, listener, lambda: rotated.token()), topic, n=1)
         if errs == [None]:
             break
         assert time.monotonic() < deadline, f"key2 never accepted: {errs}"
