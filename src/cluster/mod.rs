@@ -289,10 +289,7 @@ impl Cluster {
                 Ok(Response::Batches { batches }) => {
                     let o = self.image.update(|img| {
                         for (offset, b) in batches {
-                            for rec in &b.records {
-                                img.apply(offset, rec);
-                            }
-                            img.offset = img.offset.max(offset);
+                            img.apply_batch(offset, &b);
                         }
                         img.offset
                     });

@@ -171,7 +171,7 @@ impl Quorum {
         // Waiting for room cannot deadlock: the driver never sends to itself and waits on
         // nothing a proposer could hold across this await (its one lock is the image's, a
         // parking_lot lock, whose guards cannot cross an await in a spawned task).
-        self.cmd.send(Cmd::Propose(RecordBatch::new(records), tx)).await.map_err(|_| Error::NotController)?;
+        self.cmd.send(Cmd::Propose(RecordBatch::new(records).at(crate::clock::now_ms()), tx)).await.map_err(|_| Error::NotController)?;
         rx.await.map_err(|_| Error::NotController)?
     }
 

@@ -1,7 +1,7 @@
 //! Leader election and replica placement: pure functions over partition states.
 
 use crate::error::{Error, Result};
-use crate::metadata::records::PartitionState;
+use crate::metadata::records::{ElectionReason, PartitionState};
 
 /// The outcome of re-deciding a partition's leadership.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -9,6 +9,19 @@ pub struct Change {
     pub state: PartitionState,
     /// The new leader was not in the ISR: acknowledged records may be lost.
     pub unclean: bool,
+}
+
+impl Change {
+    /// Why the leader moved, for the record: `None` when it stays; an unclean pick
+    /// overrides `cause`, since that is what the operator must learn.
+    pub fn reason(&self, before: &PartitionState, cause: ElectionReason) -> Option<ElectionReason> {
+        leader_moved(before, &self.state, if self.unclean { ElectionReason::Unclean } else { cause })
+    }
+}
+
+/// `Some(cause)` when `after` has another leader than `before`.
+pub fn leader_moved(before: &PartitionState, after: &PartitionState, cause: ElectionReason) -> Option<ElectionReason> {
+    (after.leader != before.leader).then_some(cause)
 }
 
 /// Applies `isr` and picks a leader: the current one if it is still eligible, else the
@@ -234,6 +247,22 @@ mod tests {
     fn unclean_election_picks_a_live_out_of_sync_replica_and_says_so() {
         let c = on_broker_gone(&st(&[1, 2, 3], &[1], 1), 1, &|b| b == 3, true).unwrap();
         assert_eq!((c.state.leader, c.state.isr.clone(), c.unclean), (3, vec![3], true));
+    }
+
+    #[test]
+    fn a_change_names_its_reason_only_when_the_leader_moves() {
+        let before = st(&[1, 2, 3], &[1, 2, 3], 1);
+        let moved = on_broker_gone(&before, 1, &|b| b != 1, false).unwrap();
+        assert_eq!(moved.reason(&before, ElectionReason::ControlledShutdown), Some(ElectionReason::ControlledShutdown));
+        let kept = on_broker_gone(&before, 3, &|b| b != 3, false).unwrap();
+        assert_eq!(kept.reason(&before, ElectionReason::Clean), None);
+        // Unclean wins over the trigger: the operator must learn that data may be lost.
+        let lone = st(&[1, 2, 3], &[1], 1);
+        let unclean = on_broker_gone(&lone, 1, &|b| b == 3, true).unwrap();
+        assert_eq!(unclean.reason(&lone, ElectionReason::Clean), Some(ElectionReason::Unclean));
+        // Going offline is a leader change too.
+        let offline = on_broker_gone(&lone, 1, &|b| b != 1, false).unwrap();
+        assert_eq!(offline.reason(&lone, ElectionReason::Clean), Some(ElectionReason::Clean));
     }
 
     #[test]

@@ -30,7 +30,7 @@ use crate::clock::now_ms;
 use crate::config::{BrokerConfig, Settings};
 use crate::error::{Error, Result};
 use crate::metadata::image::Image;
-use crate::metadata::records::Record;
+use crate::metadata::records::{ElectionReason, Record};
 use driver::Quorum;
 use rpc::{Request, Response};
 
@@ -126,7 +126,7 @@ impl Controller {
                 // A restarted broker may have lost what it had not flushed: its old self
                 // leaves the ISRs and gives up leadership before the new one registers.
                 let restarted = self.image().brokers.get(&id).is_some_and(|b| b.incarnation != incarnation);
-                let mut recs = if restarted { self.broker_gone_changes(id) } else { Vec::new() };
+                let mut recs = if restarted { self.broker_gone_changes(id, ElectionReason::Clean) } else { Vec::new() };
                 if restarted && !recs.is_empty() {
                     tracing::info!(broker = id, partitions = recs.len(), "broker restarted: moving its leadership and ISR places");
                 }
@@ -176,7 +176,7 @@ impl Controller {
         self.heartbeats.lock().insert(id, now_ms());
         if shutting_down {
             // Controlled shutdown: move leadership away first, then fence, in one batch.
-            let mut recs = self.broker_gone_changes(id);
+            let mut recs = self.broker_gone_changes(id, ElectionReason::ControlledShutdown);
             if !fenced {
                 recs.push(Record::FenceBroker { id, epoch });
             }
@@ -198,8 +198,9 @@ impl Controller {
         Ok(Response::Heartbeat { fenced, shutdown_ready: false })
     }
 
-    /// Partition changes for a broker that is going away (fenced or shutting down).
-    fn broker_gone_changes(&self, broker: i32) -> Vec<Record> {
+    /// Partition changes for a broker that is going away (fenced or shutting down), with
+    /// `cause` as the reason of the elections it triggers.
+    fn broker_gone_changes(&self, broker: i32, cause: ElectionReason) -> Vec<Record> {
         let img = self.image();
         let settings = self.settings_from(&img);
         let live = |b: i32| img.is_live(b);
@@ -209,7 +210,8 @@ impl Controller {
             for (i, p) in t.partitions.iter().enumerate() {
                 if let Some(c) = election::on_broker_gone(p, broker, &live, unclean_ok) {
                     log_change(&t.name, i, p, &c);
-                    out.push(Record::PartitionChange { topic_id: t.id, index: i as i32, state: c.state, unclean: c.unclean });
+                    let reason = c.reason(p, cause);
+                    out.push(Record::PartitionChange { topic_id: t.id, index: i as i32, state: c.state, unclean: c.unclean, reason });
                 }
             }
         }
@@ -230,7 +232,8 @@ impl Controller {
                 }
                 if let Some(c) = election::elect(p, p.isr.clone(), &live, unclean_ok) {
                     log_change(&t.name, i, p, &c);
-                    out.push(Record::PartitionChange { topic_id: t.id, index: i as i32, state: c.state, unclean: c.unclean });
+                    let reason = c.reason(p, ElectionReason::Clean);
+                    out.push(Record::PartitionChange { topic_id: t.id, index: i as i32, state: c.state, unclean: c.unclean, reason });
                 }
             }
         }
@@ -248,7 +251,7 @@ impl Controller {
         partition_epoch: i32,
         isr: Vec<i32>,
     ) -> Result<Response> {
-        let change = {
+        let (change, reason) = {
             let img = self.image();
             if img.brokers.get(&broker).is_none_or(|b| b.epoch != epoch || b.fenced) {
                 return Err(Error::StaleBrokerEpoch);
@@ -271,15 +274,18 @@ impl Controller {
             next.isr = isr;
             next.partition_epoch += 1;
             tracing::info!(topic = %t.name, partition = index, from = ?cur.isr, to = ?next.isr, "ISR changed");
-            match election::complete_reassignment(&next, &|b| img.is_live(b)) {
+            let next = match election::complete_reassignment(&next, &|b| img.is_live(b)) {
                 Some(done) => {
                     tracing::info!(topic = %t.name, partition = index, replicas = ?done.replicas, leader = done.leader, "reassignment completed");
                     done
                 }
                 None => next,
-            }
+            };
+            let reason = election::leader_moved(cur, &next, ElectionReason::Reassignment);
+            (next, reason)
         };
-        let offset = self.quorum.propose(vec![Record::PartitionChange { topic_id, index, state: change.clone(), unclean: false }]).await?;
+        let change_record = Record::PartitionChange { topic_id, index, state: change.clone(), unclean: false, reason };
+        let offset = self.quorum.propose(vec![change_record]).await?;
         Ok(Response::Partition { state: change, offset })
     }
 
@@ -309,7 +315,8 @@ impl Controller {
                             election::elect(p, p.isr.clone(), &live, true).ok_or(Error::EligibleLeadersNotAvailable)?
                         };
                         log_change(&t.name, i as usize, p, &c);
-                        recs.push(Record::PartitionChange { topic_id: t.id, index: i, state: c.state, unclean: c.unclean });
+                        let reason = c.reason(p, if preferred { ElectionReason::Preferred } else { ElectionReason::Clean });
+                        recs.push(Record::PartitionChange { topic_id: t.id, index: i, state: c.state, unclean: c.unclean, reason });
                         Ok(())
                     });
                 // Asked for everything, Kafka reports only what it elected.
@@ -338,7 +345,8 @@ impl Controller {
                     }
                     let next = election::reassign(cur, target.as_deref(), &live)?;
                     tracing::info!(topic = %name, partition = index, from = ?cur.replicas, to = ?next.replicas, adding = ?next.adding, removing = ?next.removing, "reassignment");
-                    recs.push(Record::PartitionChange { topic_id: t.id, index: *index, state: next, unclean: false });
+                    let reason = election::leader_moved(cur, &next, ElectionReason::Reassignment);
+                    recs.push(Record::PartitionChange { topic_id: t.id, index: *index, state: next, unclean: false, reason });
                     Ok(())
                 })
                 .collect()
@@ -392,7 +400,7 @@ impl Controller {
         };
         for (id, epoch) in expired {
             let mut recs = vec![Record::FenceBroker { id, epoch }];
-            recs.extend(self.broker_gone_changes(id));
+            recs.extend(self.broker_gone_changes(id, ElectionReason::Clean));
             tracing::warn!(broker = id, timeout_ms = timeout, "broker missed its session timeout: fencing it");
             if let Err(e) = self.quorum.propose(recs).await {
                 tracing::warn!(broker = id, error = %e, "could not fence broker");
@@ -436,7 +444,8 @@ impl Controller {
                     continue;
                 }
                 if let Ok(c) = election::preferred(p, &live) {
-                    out.push(Record::PartitionChange { topic_id: t.id, index: i as i32, state: c.state, unclean: false });
+                    let reason = c.reason(p, ElectionReason::Preferred);
+                    out.push(Record::PartitionChange { topic_id: t.id, index: i as i32, state: c.state, unclean: false, reason });
                 }
             }
         }

@@ -220,11 +220,7 @@ impl QuorumNode {
                 }
                 self.bytes_since_snapshot += e.data.len() as u64;
                 match RecordBatch::decode(&e.data) {
-                    Ok(batch) => {
-                        for r in &batch.records {
-                            image.apply(e.index, r);
-                        }
-                    }
+                    Ok(batch) => image.apply_batch(e.index, &batch),
                     // A batch from a newer build: applying part of the log would be worse than stopping.
                     Err(msg) => anyhow::bail!("metadata log entry {}: {msg}", e.index),
                 }

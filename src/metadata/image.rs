@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::records::{DelegationToken, Endpoint, PartitionState, Record, ScramCredential, ScramMechanism};
+use super::records::{DelegationToken, Endpoint, PartitionState, Record, RecordBatch, ScramCredential, ScramMechanism};
 use crate::auth::Acls;
 
 /// A registered broker.
@@ -70,9 +70,23 @@ pub struct Image {
     /// Delegation tokens by id (Kafka's `DelegationTokenImage`), expired ones until swept.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tokens: BTreeMap<String, DelegationToken>,
+    /// When the last applied batch that carries a time was proposed (epoch ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_ms: Option<i64>,
 }
 
 impl Image {
+    /// Applies one committed batch at log `offset`: its records, its offset and its time.
+    pub fn apply_batch(&mut self, offset: u64, batch: &RecordBatch) {
+        for r in &batch.records {
+            self.apply(offset, r);
+        }
+        self.offset = self.offset.max(offset);
+        if batch.time_ms.is_some() {
+            self.time_ms = batch.time_ms;
+        }
+    }
+
     /// Applies one committed record at `offset`. Records that name something no longer
     /// there are ignored: a later record may have removed it, and replay must not fail.
     pub fn apply(&mut self, offset: u64, rec: &Record) {
@@ -245,7 +259,7 @@ mod tests {
                     if rng.below(2) == 0 {
                         Record::Partition { topic_id, index, state }
                     } else {
-                        Record::PartitionChange { topic_id, index, state, unclean: rng.below(5) == 0 }
+                        Record::PartitionChange { topic_id, index, state, unclean: rng.below(5) == 0, reason: None }
                     }
                 }
                 6 if !topics.is_empty() => Record::RemoveTopic { id: topics[rng.below(topics.len() as u64) as usize] },
@@ -332,6 +346,18 @@ mod tests {
         let mut newer = RecordBatch::new(vec![]);
         newer.v = 99;
         assert!(RecordBatch::decode(&newer.encode()).unwrap_err().contains("newer"));
+    }
+
+    #[test]
+    fn batches_of_older_builds_decode_without_time_or_reason() {
+        let old = br#"{"v":1,"records":[{"type":"PartitionChange","topic_id":"00000000-0000-0000-0000-000000000000","index":0,"state":{"replicas":[1],"isr":[1],"leader":1,"leader_epoch":1,"partition_epoch":1},"unclean":false}]}"#;
+        let b = RecordBatch::decode(old).unwrap();
+        assert_eq!(b.time_ms, None);
+        assert!(matches!(b.records[0], Record::PartitionChange { reason: None, .. }));
+        let mut img = Image::default();
+        img.apply_batch(3, &RecordBatch::new(vec![]).at(1_700_000_000_000));
+        img.apply_batch(4, &b);
+        assert_eq!((img.offset, img.time_ms), (4, Some(1_700_000_000_000)));
     }
 
     #[test]

@@ -42,7 +42,48 @@ pub const BATCH_VERSION: u32 = 1;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RecordBatch {
     pub v: u32,
+    /// When the active controller proposed the batch (epoch ms); absent in older logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_ms: Option<i64>,
     pub records: Vec<Record>,
+}
+
+/// Why a partition's leader changed, as Kafka's election types and triggers name it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum ElectionReason {
+    /// The leader went away and an ISR member took over.
+    Clean,
+    /// No ISR member was live: a replica outside the ISR took over (data may be lost).
+    Unclean,
+    /// Leadership moved back to the preferred (first) replica.
+    Preferred,
+    /// A reassignment moved the partition to new replicas.
+    Reassignment,
+    /// The leader shut down gracefully and handed leadership over.
+    ControlledShutdown,
+}
+
+impl ElectionReason {
+    /// Every reason, for metric labels that must exist before the first election.
+    pub const ALL: [ElectionReason; 5] = [
+        ElectionReason::Clean,
+        ElectionReason::Unclean,
+        ElectionReason::Preferred,
+        ElectionReason::Reassignment,
+        ElectionReason::ControlledShutdown,
+    ];
+
+    /// The snake_case name used in records, events, logs and metric labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ElectionReason::Clean => "clean",
+            ElectionReason::Unclean => "unclean",
+            ElectionReason::Preferred => "preferred",
+            ElectionReason::Reassignment => "reassignment",
+            ElectionReason::ControlledShutdown => "controlled_shutdown",
+        }
+    }
 }
 
 /// The full state of one partition, as the controller decides it.
@@ -114,6 +155,9 @@ pub enum Record {
         index: i32,
         state: PartitionState,
         unclean: bool,
+        /// Why the leader changed; `None` when it did not (an ISR-only change) or in older logs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<ElectionReason>,
     },
     RemoveTopic {
         id: Uuid,
@@ -154,7 +198,13 @@ pub enum Record {
 impl RecordBatch {
     /// Wraps records in a batch of the current version.
     pub fn new(records: Vec<Record>) -> RecordBatch {
-        RecordBatch { v: BATCH_VERSION, records }
+        RecordBatch { v: BATCH_VERSION, time_ms: None, records }
+    }
+
+    /// The same batch stamped with the time it is proposed at.
+    pub fn at(mut self, time_ms: i64) -> RecordBatch {
+        self.time_ms = Some(time_ms);
+        self
     }
 
     pub fn encode(&self) -> Vec<u8> {
