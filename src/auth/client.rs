@@ -25,6 +25,35 @@ pub const SCRAM_LOGIN_MODULE: &str = "org.apache.kafka.common.security.scram.Scr
 /// would stall the link (Kafka's server never asks for more than 16384).
 const MAX_CLIENT_ITERATIONS: i32 = 1 << 20;
 
+/// The salted passwords this process derived last, at most [`SALTED_CACHE`] of them.
+/// A node logs in afresh on every controller call (a heartbeat, a metadata poll), and
+/// PBKDF2 would otherwise run each time for the same password and salt.
+fn salted_cached(m: ScramMechanism, password: &str, salt: &[u8], iterations: u32) -> Vec<u8> {
+    static CACHE: std::sync::Mutex<Vec<(Vec<u8>, Vec<u8>)>> = std::sync::Mutex::new(Vec::new());
+    // Keyed by a digest of everything that goes in, so the cache holds no password.
+    let mut input = Vec::with_capacity(16 + salt.len() + password.len());
+    input.push(matches!(m, ScramMechanism::Sha512) as u8);
+    input.extend_from_slice(&iterations.to_be_bytes());
+    input.extend_from_slice(&(salt.len() as u32).to_be_bytes());
+    input.extend_from_slice(salt);
+    input.extend_from_slice(password.as_bytes());
+    let key = hash(ScramMechanism::Sha256, &input);
+    // A poisoned lock only means another login panicked mid-push: the entries are whole.
+    if let Some((_, v)) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(k, _)| *k == key) {
+        return v.clone();
+    }
+    let salted = salted_password(m, password.as_bytes(), salt, iterations);
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if cache.len() >= SALTED_CACHE {
+        cache.remove(0);
+    }
+    cache.push((key, salted.clone()));
+    salted
+}
+
+/// How many salted passwords [`salted_cached`] keeps.
+const SALTED_CACHE: usize = 16;
+
 /// Who this node logs in as, and with which mechanism.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Login {
@@ -179,7 +208,7 @@ impl ScramClient {
                     return Err(format!("the server asked for {iterations} iterations"));
                 }
                 let m = self.mechanism;
-                let salted = salted_password(m, self.password.as_bytes(), &salt, iterations as u32);
+                let salted = salted_cached(m, &self.password, &salt, iterations as u32);
                 let client_key = hmac(m, &salted, b"Client Key");
                 let stored_key = hash(m, &client_key);
                 let without_proof = format!("c=biws,r={nonce}");

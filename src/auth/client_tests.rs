@@ -154,3 +154,15 @@ fn client_session_logs_in_to_the_server_session() {
             .unwrap_err();
     assert!(e.contains("does not enable SASL mechanism PLAIN") && e.contains("SCRAM-SHA-512"), "{e}");
 }
+
+#[test]
+fn salted_passwords_are_reused_only_for_the_same_inputs() {
+    let m = ScramMechanism::Sha256;
+    let a = salted_cached(m, "pw", b"salt", 4096);
+    assert_eq!(a, salted_password(m, b"pw", b"salt", 4096));
+    assert_eq!(salted_cached(m, "pw", b"salt", 4096), a);
+    assert_ne!(salted_cached(m, "pw2", b"salt", 4096), a);
+    assert_ne!(salted_cached(m, "pw", b"salt2", 4096), a);
+    assert_ne!(salted_cached(m, "pw", b"salt", 4097), a);
+    assert_ne!(salted_cached(ScramMechanism::Sha512, "pw", b"salt", 4096)[..32], a[..]);
+}
