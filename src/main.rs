@@ -1,6 +1,6 @@
 //! The `sluice` command: serve a Kafka-compatible broker.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
@@ -32,6 +32,18 @@ enum Command {
     Serve(ServeArgs),
     /// Run a local cluster of separate broker processes (combined broker+controller nodes).
     DevCluster(DevClusterArgs),
+    /// Exit 0 once a broker answers ApiVersions (a container healthcheck), 1 otherwise.
+    Ping(PingArgs),
+}
+
+#[derive(Args, Clone)]
+struct PingArgs {
+    /// The broker, HOST:PORT. Default: in the image, this node's first PLAINTEXT listener; else 127.0.0.1:9092.
+    #[arg(short = 'b', long = "broker", value_name = "HOST:PORT")]
+    broker: Option<String>,
+    /// How long to wait for the answer, in milliseconds.
+    #[arg(long, default_value_t = 2000)]
+    timeout_ms: u64,
 }
 
 #[derive(Args, Clone)]
@@ -58,7 +70,7 @@ struct DevClusterArgs {
 
 #[derive(Args, Clone, Default)]
 struct ServeArgs {
-    /// Config file (TOML, Kafka key names). Default: ./config.toml if present.
+    /// Config file: TOML with Kafka key names, or a Kafka server.properties (by its .properties extension). Default: ./config.toml if present.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Address to listen on, HOST:PORT.
@@ -76,6 +88,10 @@ struct ServeArgs {
     /// Any config key by its Kafka name, e.g. --set num.partitions=3. Repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
+    /// The id a new cluster takes, as `kafka-storage format --cluster-id` (a base64 UUID,
+    /// e.g. from `kafka-storage random-uuid`). Default: a random one. Ignored once the cluster exists.
+    #[arg(long, value_name = "ID")]
+    cluster_id: Option<String>,
     /// A SCRAM credential a new cluster starts with, as kafka-storage format takes it:
     /// 'SCRAM-SHA-512=[name=alice,password=alice-secret]'. Ignored once the cluster exists. Repeatable.
     #[arg(long = "add-scram", value_name = "MECHANISM=[name=U,password=P]")]
@@ -89,16 +105,44 @@ fn split_host_port(s: &str) -> anyhow::Result<(String, u16)> {
     Ok((if host.is_empty() { "0.0.0.0".into() } else { host.to_string() }, port))
 }
 
+/// Where the apache/kafka image takes a mounted server.properties from.
+const MOUNTED_PROPERTIES: &str = "/mnt/shared/config/server.properties";
+
+/// The cluster id a new cluster is formed with: `--cluster-id`, else (in the image)
+/// `CLUSTER_ID`; a base64 UUID, as Kafka's storage tool wants it.
+fn formation_cluster_id(args: &ServeArgs) -> anyhow::Result<Option<String>> {
+    let env = std::env::var_os(config::env::SWITCH).and_then(|_| std::env::var("CLUSTER_ID").ok()).filter(|v| !v.is_empty());
+    let Some(id) = args.cluster_id.clone().or(env) else { return Ok(None) };
+    use base64::Engine;
+    match base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(id.trim()) {
+        Ok(b) if b.len() == 16 => Ok(Some(id.trim().to_string())),
+        _ => bail!("cluster id '{id}' is not a base64 UUID (22 characters, e.g. from kafka-storage random-uuid)"),
+    }
+}
+
 fn build_config(args: &ServeArgs) -> anyhow::Result<BrokerConfig> {
     let mut cfg = BrokerConfig::default();
     let path = match &args.config {
         Some(p) => Some(p.clone()),
         None => Some(PathBuf::from("config.toml")).filter(|p| p.exists()),
     };
+    let from_env = std::env::var_os(config::env::SWITCH).is_some();
+    // The apache/kafka image's file input: a server.properties mounted at /mnt/shared/config.
+    let path = path.or_else(|| Some(PathBuf::from(MOUNTED_PROPERTIES)).filter(|p| from_env && p.exists()));
     if let Some(p) = path {
         let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
-        for (k, v) in config::parse_toml(&text).map_err(anyhow::Error::msg)? {
+        let pairs = if p.extension().is_some_and(|e| e == "properties") {
+            config::properties::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?
+        } else {
+            config::parse_toml(&text).map_err(anyhow::Error::msg)?
+        };
+        for (k, v) in pairs {
             cfg.set_static(&k, &v).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+        }
+    }
+    if from_env {
+        for e in config::env::settings(std::env::vars()).map_err(anyhow::Error::msg)? {
+            cfg.set_static(&e.key, &e.value).map_err(|err| anyhow::anyhow!("{} ({}): {err}", e.var, e.key))?;
         }
     }
     for kv in &args.set {
@@ -139,14 +183,60 @@ fn main() -> anyhow::Result<()> {
                 security: d.security.parse().map_err(anyhow::Error::msg)?,
             })
         }
+        Some(Command::Ping(p)) => return ping(&p),
         None => cli.serve,
     };
     let started = std::time::Instant::now();
     raise_fd_limit();
     let cfg = build_config(&args)?;
     let formation = args.add_scram.iter().map(|s| AddScram::parse(s)).collect::<Result<Vec<_>, _>>().map_err(anyhow::Error::msg)?;
+    let cluster_id = formation_cluster_id(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(serve(cfg, started, formation))
+    runtime.block_on(serve(cfg, started, formation, cluster_id))
+}
+
+/// Sends ApiVersions v0 and checks the answer: a broker answers only once it serves (its
+/// listeners are bound, and connections wait, while it starts).
+fn ping(args: &PingArgs) -> anyhow::Result<()> {
+    use std::io::{Read, Write};
+    let target = match &args.broker {
+        Some(b) => b.clone(),
+        None => ping_default().unwrap_or_else(|| "127.0.0.1:9092".into()),
+    };
+    let timeout = std::time::Duration::from_millis(args.timeout_ms.max(1));
+    let addr = resolve(&target)?;
+    let mut s = std::net::TcpStream::connect_timeout(&addr, timeout).with_context(|| format!("ping {target}"))?;
+    s.set_read_timeout(Some(timeout))?;
+    s.set_write_timeout(Some(timeout))?;
+    let client = b"sluice-ping";
+    let mut req = Vec::new();
+    req.extend_from_slice(&18i16.to_be_bytes()); // ApiVersions
+    req.extend_from_slice(&0i16.to_be_bytes());
+    req.extend_from_slice(&7i32.to_be_bytes()); // correlation id
+    req.extend_from_slice(&(client.len() as i16).to_be_bytes());
+    req.extend_from_slice(client);
+    s.write_all(&(req.len() as i32).to_be_bytes())?;
+    s.write_all(&req)?;
+    let mut head = [0u8; 10];
+    s.read_exact(&mut head).with_context(|| format!("ping {target}: no answer"))?;
+    let correlation = i32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+    let error = i16::from_be_bytes([head[8], head[9]]);
+    if correlation != 7 || error != 0 {
+        bail!("ping {target}: unexpected answer (correlation id {correlation}, error code {error})");
+    }
+    println!("{target} answered ApiVersions");
+    Ok(())
+}
+
+/// In the image, the address of this node's first PLAINTEXT broker listener.
+fn ping_default() -> Option<String> {
+    std::env::var_os(config::env::SWITCH)?;
+    let cfg = build_config(&ServeArgs::default()).ok()?;
+    let is_controller = cfg.get("process.roles").split(',').any(|r| r.trim() == "controller");
+    let listeners = Listeners::from_config(&cfg, true, is_controller).ok()?;
+    let l = listeners.broker_listeners().find(|l| l.protocol == sluice::config::listeners::SecurityProtocol::Plaintext)?;
+    let host = if l.host.is_empty() || l.host == "0.0.0.0" { "127.0.0.1".to_string() } else { l.host.clone() };
+    Some(format!("{host}:{}", l.port))
 }
 
 fn resolve(hp: &str) -> anyhow::Result<SocketAddr> {
@@ -154,17 +244,7 @@ fn resolve(hp: &str) -> anyhow::Result<SocketAddr> {
     (h.as_str(), p).to_socket_addrs()?.next().with_context(|| format!("cannot resolve {h}"))
 }
 
-/// `controller.quorum.voters`: `id@host:port,...`.
-fn parse_voters(s: &str) -> anyhow::Result<BTreeMap<i32, SocketAddr>> {
-    let mut out = BTreeMap::new();
-    for v in s.split(',').map(str::trim).filter(|v| !v.is_empty()) {
-        let (id, hp) = v.split_once('@').with_context(|| format!("voter '{v}' is not id@host:port"))?;
-        out.insert(id.trim().parse::<i32>().with_context(|| format!("bad voter id in '{v}'"))?, resolve(hp)?);
-    }
-    Ok(out)
-}
-
-async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<AddScram>) -> anyhow::Result<()> {
+async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<AddScram>, cluster_id: Option<String>) -> anyhow::Result<()> {
     let node_id: i32 = cfg.get("node.id").parse().context("node.id")?;
     // Every role decides by the typed settings: a value that does not parse stops startup.
     sluice::config::Settings::from_config(&cfg).map_err(anyhow::Error::msg)?;
@@ -174,18 +254,21 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
     }
     let is_broker = roles.iter().any(|r| r == "broker");
     let is_controller = roles.iter().any(|r| r == "controller");
+    if cluster_id.is_some() && !is_controller && std::env::var_os(config::env::SWITCH).is_none() {
+        bail!("--cluster-id names a new cluster in its metadata log: give it to the controllers, not to a broker-only node");
+    }
     if !formation.is_empty() && !is_controller {
         bail!("--add-scram seeds the metadata log of a new cluster: give it to the controllers, not to a broker-only node");
     }
     let data_dir = PathBuf::from(cfg.get("log.dirs").split(',').next().unwrap_or("./data").trim());
     std::fs::create_dir_all(&data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
-    let voters = parse_voters(&cfg.get("controller.quorum.voters"))?;
+    let voters = sluice::config::listeners::parse_voters(&cfg.get("controller.quorum.voters")).map_err(anyhow::Error::msg)?;
     let listeners = Listeners::from_config(&cfg, is_broker, is_controller).map_err(anyhow::Error::msg)?;
     // Without a controller listener in `listeners`, a voter serves the quorum on its own
     // address in controller.quorum.voters (Sluice's shorthand; Kafka wants it listed).
     let controller_addr = match listeners.controller_listener() {
         Some(l) => Some(resolve(&l.address())?),
-        None => voters.get(&node_id).copied(),
+        None => voters.get(&node_id).map(|v| resolve(&v.address())).transpose()?,
     };
     let controller_name = listeners.controller_listener().map_or(listeners.controller_names[0].clone(), |l| l.name.clone());
     let controller_protocol = if voters.is_empty() && listeners.controller_listener().is_none() {
@@ -272,13 +355,15 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
     let controller = if is_controller {
         let ids: Vec<u64> = if voters.is_empty() { vec![node_id as u64] } else { voters.keys().map(|v| *v as u64).collect() };
         let timing = sluice::controller::quorum::Timing { election_ticks: 10, heartbeat_ticks: 2 };
-        let node = sluice::controller::quorum::QuorumNode::open(&data_dir.join("__cluster_metadata-0"), node_id as u64, &ids, timing)?;
+        let metadata_dir = data_dir.join("__cluster_metadata-0");
+        let node = sluice::controller::quorum::QuorumNode::open(&metadata_dir, node_id as u64, &ids, timing)
+            .with_context(|| format!("opening the metadata log in {}", metadata_dir.display()))?;
         let mut peers = HashMap::new();
         for (id, addr) in &voters {
             if *id != node_id {
                 peers.insert(
                     *id as u64,
-                    sluice::controller::net::peer_sender(*addr, links.controller.clone(), links.controller_login.clone()),
+                    sluice::controller::net::peer_sender(addr.address(), links.controller.clone(), links.controller_login.clone()),
                 );
             }
         }
@@ -292,9 +377,14 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
         );
         let c = sluice::controller::Controller::new(quorum, cfg.clone());
         c.add_on_formation(
-            formation
+            cluster_id
                 .iter()
-                .map(|a| Record::UserScramCredential { name: a.name.clone(), mechanism: a.mechanism, credential: a.credential() })
+                .map(|id| Record::ClusterId { id: id.clone() })
+                .chain(formation.iter().map(|a| Record::UserScramCredential {
+                    name: a.name.clone(),
+                    mechanism: a.mechanism,
+                    credential: a.credential(),
+                }))
                 .collect(),
         );
         if voters.is_empty() {
@@ -392,7 +482,8 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
         }
     }
     let identity = Identity { node_id, host: adv_host.clone(), port: adv_port as i32, data_dir: data_dir.clone() };
-    let broker = Broker::open(identity, cfg.clone(), cluster.clone())?;
+    let broker =
+        Broker::open(identity, cfg.clone(), cluster.clone()).with_context(|| format!("opening the logs in {}", data_dir.display()))?;
     let rack = Some(cfg.get("broker.rack")).filter(|r| !r.is_empty());
     let interval = std::time::Duration::from_millis(cfg.get_i64("broker.heartbeat.interval.ms").max(10) as u64);
     tokio::spawn(cluster.clone().run_membership(adv_host, adv_port as i32, endpoints, rack, interval, stop_rx.clone()));

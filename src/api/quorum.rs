@@ -69,8 +69,8 @@ pub async fn describe_quorum(ctx: &Ctx<'_>, req: DescribeQuorumRequest) -> Descr
                 .map(|(id, addr)| {
                     Node::default().with_node_id((*id).into()).with_listeners(vec![describe_quorum_response::Listener::default()
                         .with_name(sb("CONTROLLER".to_string()))
-                        .with_host(sb(addr.ip().to_string()))
-                        .with_port(addr.port())])
+                        .with_host(sb(addr.host.clone()))
+                        .with_port(addr.port)])
                 })
                 .collect(),
         );

@@ -2,7 +2,6 @@
 //! heartbeating, and following the metadata log when this node does not vote.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +10,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::auth::client::Login;
+use crate::config::listeners::Voter;
 use crate::controller::rpc::{Request, Response};
 use crate::controller::{net, Controller};
 use crate::error::{Error, Result};
@@ -26,7 +26,7 @@ pub mod peer;
 pub struct Cluster {
     pub node_id: i32,
     /// Controller listener of every voter.
-    pub voters: BTreeMap<i32, SocketAddr>,
+    pub voters: BTreeMap<i32, Voter>,
     /// Set when this node votes in the quorum.
     pub controller: Option<Arc<Controller>>,
     image: Arc<Published>,
@@ -63,21 +63,21 @@ impl Links {
 
 impl Cluster {
     /// A voter: the image is the local quorum member's.
-    pub fn voter(node_id: i32, voters: BTreeMap<i32, SocketAddr>, controller: Arc<Controller>, links: Links) -> Arc<Cluster> {
+    pub fn voter(node_id: i32, voters: BTreeMap<i32, Voter>, controller: Arc<Controller>, links: Links) -> Arc<Cluster> {
         let image = controller.quorum.published();
         let applied = controller.quorum.applied();
         Arc::new(Cluster::new(node_id, voters, Some(controller), image, applied, None, links))
     }
 
     /// A broker that does not vote: it fetches the metadata log from the controller.
-    pub fn observer(node_id: i32, voters: BTreeMap<i32, SocketAddr>, links: Links) -> Arc<Cluster> {
+    pub fn observer(node_id: i32, voters: BTreeMap<i32, Voter>, links: Links) -> Arc<Cluster> {
         let (tx, rx) = watch::channel(0);
         Arc::new(Cluster::new(node_id, voters, None, Arc::new(Published::default()), rx, Some(tx), links))
     }
 
     fn new(
         node_id: i32,
-        voters: BTreeMap<i32, SocketAddr>,
+        voters: BTreeMap<i32, Voter>,
         controller: Option<Arc<Controller>>,
         image: Arc<Published>,
         applied: watch::Receiver<u64>,
@@ -169,7 +169,7 @@ impl Cluster {
                         net::call(
                             &self.links.controller,
                             self.links.controller_login.as_deref(),
-                            *addr,
+                            &addr.address(),
                             &req,
                             left.min(Duration::from_secs(30)),
                         )

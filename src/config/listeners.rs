@@ -87,6 +87,46 @@ impl Listener {
     }
 }
 
+/// One voter of `controller.quorum.voters`. The host stays a name, looked up on every
+/// dial: a peer that comes back at another address (a restarted container) is found
+/// again, and a name that does not resolve yet (a peer still starting) is no error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Voter {
+    pub host: String,
+    pub port: u16,
+}
+
+impl Voter {
+    /// `host:port`, with brackets around an IPv6 literal.
+    pub fn address(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// `controller.quorum.voters`: `id@host:port,...`, checked as Kafka's `QuorumConfig` does.
+pub fn parse_voters(value: &str) -> Result<BTreeMap<i32, Voter>, ListenerError> {
+    let mut out = BTreeMap::new();
+    for entry in csv(value) {
+        let bad = |why: &str| ListenerError(format!("Invalid controller.quorum.voters '{value}': '{entry}' {why}"));
+        let (id, hp) = entry.split_once('@').ok_or_else(|| bad("is not id@host:port"))?;
+        let id = id.trim().parse::<i32>().ok().filter(|i| *i >= 0).ok_or_else(|| bad("has no valid node id"))?;
+        let (host, port) = hp.trim().rsplit_once(':').ok_or_else(|| bad("has no port"))?;
+        let port = port.parse::<u16>().map_err(|_| bad("has a bad port"))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        if host.is_empty() || !host.chars().all(|c| c.is_ascii_alphanumeric() || "-%._:".contains(c)) {
+            return Err(bad("has a bad host"));
+        }
+        if out.insert(id, Voter { host, port }).is_some() {
+            return Err(bad("names a node id twice"));
+        }
+    }
+    Ok(out)
+}
+
 /// The listeners of this node and which of them carry broker and controller traffic.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listeners {

@@ -78,3 +78,14 @@ fn per_listener_keys_win_over_the_plain_key() {
     assert!(BrokerConfig::default().set_static("listener.name.x.no.such.key", "1").is_err());
     assert_eq!(split_listener_key("listener.name.client.ssl.keystore.type"), Some(("client", "ssl.keystore.type")));
 }
+
+#[test]
+fn voters_keep_their_host_names() {
+    let v = parse_voters("1@kafka-1:9093, 2@10.0.0.2:9093,3@[::1]:9093").unwrap();
+    assert_eq!(v[&1], Voter { host: "kafka-1".into(), port: 9093 });
+    assert_eq!(v[&3].address(), "[::1]:9093");
+    assert!(parse_voters("").unwrap().is_empty());
+    for bad in ["kafka-1:9093", "x@h:1", "1@h", "1@h:99999", "1@:9093", "1@h:1,1@g:2"] {
+        assert!(parse_voters(bad).is_err(), "{bad}");
+    }
+}

@@ -3,7 +3,9 @@
 //! Every key Sluice knows is in [`KEYS`]. Topic keys name the broker key they fall
 //! back to, so DescribeConfigs can report sources and synonyms the way Kafka does.
 
+pub mod env;
 pub mod listeners;
+pub mod properties;
 mod settings;
 
 pub use settings::{Secret, Settings, STANDARD_AUTHORIZER};
@@ -297,6 +299,9 @@ pub static KEYS: &[KeyDef] = &[
     key!("transaction.max.timeout.ms", Some("900000"), Int, broker, false, "Longest transaction.timeout.ms a producer may ask for."),
     key!("transaction.state.log.num.partitions", Some("50"), Int, broker, false, "Partitions of __transaction_state."),
     key!("transaction.state.log.replication.factor", Some("3"), Int, broker, false, "Replication factor of __transaction_state."),
+    key!("transaction.state.log.min.isr", Some("2"), Int, broker, false, "min.insync.replicas of __transaction_state (at most its replication factor)."),
+    key!("share.coordinator.state.topic.replication.factor", Some("3"), Int, broker, false, "Replication factor of __share_group_state. Accepted so apache/kafka configs carry over; share groups are not built yet."),
+    key!("share.coordinator.state.topic.min.isr", Some("2"), Int, broker, false, "min.insync.replicas of __share_group_state. Accepted so apache/kafka configs carry over; share groups are not built yet."),
     key!("group.initial.rebalance.delay.ms", Some("3000"), Int, broker, false, "Delay of a new group's first rebalance."),
     key!("group.min.session.timeout.ms", Some("6000"), Int, broker, false, "Shortest session timeout a member may ask for."),
     key!("group.max.session.timeout.ms", Some("1800000"), Int, broker, false, "Longest session timeout a member may ask for."),

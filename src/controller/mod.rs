@@ -72,8 +72,9 @@ impl Controller {
     }
 
     /// Has the first active controller of a new cluster write `records` along with the
-    /// cluster id, as `kafka-storage format --add-scram` seeds Kafka's bootstrap metadata.
-    /// A cluster that already has an id ignores them.
+    /// cluster id, as `kafka-storage format --add-scram` seeds Kafka's bootstrap metadata
+    /// (a `ClusterId` among them names the cluster). A cluster that already has an id
+    /// ignores them.
     pub fn add_on_formation(&self, records: Vec<Record>) {
         self.formation.lock().extend(records);
     }
@@ -365,11 +366,14 @@ impl Controller {
         if self.image().cluster_id.is_none() {
             // The first active controller names the cluster; a later duplicate is ignored on apply.
             let boot = self.bootstrap.lock().clone();
+            let formation = self.formation.lock().clone();
             let mut records = match &boot {
                 Some((recs, _)) => recs.clone(),
+                // The id a formation names (`--cluster-id`, as `kafka-storage format -t`).
+                None if formation.iter().any(|r| matches!(r, Record::ClusterId { .. })) => vec![],
                 None => vec![Record::ClusterId { id: crate::metadata::new_cluster_id() }],
             };
-            records.extend(self.formation.lock().iter().cloned());
+            records.extend(formation);
             match self.quorum.propose(records).await {
                 Ok(_) => match boot {
                     Some((recs, file)) => {

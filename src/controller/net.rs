@@ -144,12 +144,11 @@ async fn open(dialer: &Dialer, login: Option<&Login>, addr: &str) -> std::io::Re
 /// A sender of Raft messages to one peer, logged in as `login` on a SASL controller
 /// listener. Messages that cannot be sent at once are dropped: Raft retransmits what
 /// matters, and a dead peer must not hold up the others.
-pub fn peer_sender(addr: SocketAddr, dialer: Dialer, login: Option<Arc<Login>>) -> mpsc::Sender<Message> {
+pub fn peer_sender(addr: String, dialer: Dialer, login: Option<Arc<Login>>) -> mpsc::Sender<Message> {
     let (tx, mut rx) = mpsc::channel::<Message>(4096);
     tokio::spawn(async move {
         let mut conn: Option<Stream> = None;
         let mut conn_until: Option<tokio::time::Instant> = None;
-        let addr = addr.to_string();
         let mut down_until = tokio::time::Instant::now();
         // A refused login is logged once per streak, not once per Raft message.
         let mut refused_logged = false;
@@ -197,9 +196,9 @@ pub fn peer_sender(addr: SocketAddr, dialer: Dialer, login: Option<Arc<Login>>) 
 
 /// Sends one request to the controller listener at `addr`, logged in as `login` on a SASL
 /// listener, and waits for the answer.
-pub async fn call(dialer: &Dialer, login: Option<&Login>, addr: SocketAddr, req: &Request, timeout: Duration) -> Result<Response, Error> {
+pub async fn call(dialer: &Dialer, login: Option<&Login>, addr: &str, req: &Request, timeout: Duration) -> Result<Response, Error> {
     let fut = async {
-        let (mut s, _) = open(dialer, login, &addr.to_string()).await.inspect_err(|e| {
+        let (mut s, _) = open(dialer, login, addr).await.inspect_err(|e| {
             if e.kind() == std::io::ErrorKind::PermissionDenied {
                 tracing::error!(controller = %addr, error = %e, "cannot reach the controller");
             }

@@ -92,7 +92,14 @@ impl Controller {
             let rf = if names::is_internal(&req.name) { (rf as usize).min(live.len().max(1)) } else { rf as usize };
             place(&live, partitions, rf, start_index(&req.name, live.len()))?
         };
-        let min_isr = req.configs.get("min.insync.replicas").and_then(|v| v.parse::<usize>().ok()).unwrap_or(settings.min_insync_replicas);
+        let mut configs = req.configs.clone();
+        if req.name == names::TXN_TOPIC && !configs.contains_key("min.insync.replicas") {
+            // Kafka's default of 2 on a topic that got fewer replicas (a small cluster, see
+            // above) would stop every transaction: it gets what it has.
+            let min = (settings.transaction_state_log_min_isr.max(1) as usize).min(assignment[0].len());
+            configs.insert("min.insync.replicas".into(), min.to_string());
+        }
+        let min_isr = configs.get("min.insync.replicas").and_then(|v| v.parse::<usize>().ok()).unwrap_or(settings.min_insync_replicas);
         if min_isr > assignment[0].len() {
             tracing::info!(topic = %req.name, min_isr, rf = assignment[0].len(), "min.insync.replicas exceeds the replication factor");
         }
@@ -107,7 +114,7 @@ impl Controller {
                 ..Default::default()
             })
             .collect();
-        Ok(TopicImage { name: req.name.clone(), id: Uuid::new_v4(), configs: req.configs.clone(), partitions })
+        Ok(TopicImage { name: req.name.clone(), id: Uuid::new_v4(), configs, partitions })
     }
 
     pub(super) async fn delete_topics(&self, names: Vec<String>) -> Result<Response> {
