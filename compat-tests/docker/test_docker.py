@@ -234,3 +234,41 @@ def test_compose_cluster_survives_a_killed_node_without_losing_acked_records():
         print(f"\n{len(ledger.acked)} records acknowledged across the kill and restart, every one read once")
     finally:
         compose(project, COMPOSE, env, "down", "-v", "-t", "5")
+
+
+def test_secured_compose_cluster_serves_sasl_ssl_clients(tmp_path):
+    secrets = tmp_path / "secrets"
+    sh(os.path.join(ROOT, "docker", "certs"), str(secrets))
+    project = f"sluicesasl{os.getpid()}"
+    ports = [free_port() for _ in range(3)]
+    env = {f"SLUICE_PORT_{i + 1}": str(p) for i, p in enumerate(ports)}
+    env.update(SLUICE_IMAGE=IMAGE, SLUICE_SECRETS=str(secrets), SLUICE_ADMIN_PASSWORD="s3cret-admin")
+    file = os.path.join(ROOT, "docker", "compose-sasl.yaml")
+    conf = {"bootstrap.servers": ",".join(f"localhost:{p}" for p in ports), "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "PLAIN", "sasl.username": "admin", "sasl.password": "s3cret-admin",
+            "ssl.ca.location": str(secrets / "ca.pem")}
+    try:
+        compose(project, file, env, "up", "-d")
+        ids = [compose(project, file, env, "ps", "-q", f"sluice-{n}").stdout.strip() for n in (1, 2, 3)]
+        wait_for("three healthy secured nodes", lambda: all(health(c) == "healthy" for c in ids), timeout=90)
+        admin = AdminClient(conf)
+        admin.create_topics([NewTopic("secured", 1, 3)])["secured"].result(30)
+        p = Producer({**conf, "acks": "all"})
+        for i in range(50):
+            p.produce("secured", value=f"s{i}".encode())
+        assert p.flush(30) == 0
+        c = Consumer({**conf, "group.id": "secured-g", "auto.offset.reset": "earliest"})
+        c.subscribe(["secured"])
+        got = []
+        deadline = time.time() + 60
+        while len(got) < 50 and time.time() < deadline:
+            m = c.poll(1.0)
+            if m is not None and m.error() is None:
+                got.append(m.value().decode())
+        c.close()
+        assert got == [f"s{i}" for i in range(50)]
+        wrong = Producer({**conf, "sasl.password": "wrong"})
+        wrong.produce("secured", value=b"x")
+        assert wrong.flush(10) == 1, "a wrong password must not produce"
+    finally:
+        compose(project, file, env, "down", "-v", "-t", "5")
