@@ -282,10 +282,12 @@ class KafkaCluster:
 
 class SluiceCluster:
     """`sluice dev-cluster --brokers CLUSTER_NODES`: a supervisor process that starts the nodes
-    (client ports P.., controller ports P+100..) and stops them all on SIGTERM. The nodes log
+    (client ports P.., controller ports P+100.., HTTP listeners P+200..) and stops them all on SIGTERM. The nodes log
     into their data dirs; their logs are copied to the log dir when the cluster stops."""
     name = "sluice"
-    NODE_LINE = re.compile(r"^node (\d+) pid (\d+) listening (\S+):(\d+)\s*$", re.M)
+    # "node <id> pid <pid> listening <host:port>", then " http <host:port>" since the nodes
+    # have an HTTP listener.
+    NODE_LINE = re.compile(r"^node (\d+) pid (\d+) listening (\S+):(\d+)(?: http \S+)?\s*$", re.M)
 
     def __init__(self, h, session_dir):
         self.h = h
@@ -323,7 +325,8 @@ class SluiceCluster:
 
     def start(self, timeout):
         base = free_port_block([i for i in range(CLUSTER_NODES)] +
-                               [100 + i for i in range(CLUSTER_NODES)])
+                               [100 + i for i in range(CLUSTER_NODES)] +
+                               [200 + i for i in range(CLUSTER_NODES)])
         argv = [self.h.sluice_bin, "dev-cluster", "--brokers", str(CLUSTER_NODES),
                 "--base-port", str(base), "--data-dir", self.data]
         for k, v in self.h.common_broker_settings:

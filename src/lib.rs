@@ -11,14 +11,14 @@
 //! | 1 | `clock`, `error`, `config` | time as an input, the one error-to-code mapping, every key with Kafka's defaults and the typed `Settings` |
 //! | 2 | `log`, `auth`, `transport` | segments, indexes, cleaner; byte formats (batches, records, control batches, producer state); the ACL index and Kafka's authorizer decision, the SCRAM credential, the SASL session and its mechanisms (pure state machines); TCP or TLS streams, TLS contexts, principals, dialing peers |
 //! | 3 | `metadata` | metadata records, the image, its published snapshots, name rules |
-//! | 4 | `partition` | one partition's replica state and ISR bookkeeping, the replica manager, fetch watchers, the coordinators' interface |
+//! | 4 | `partition`, `journal` | one partition's replica state and ISR bookkeeping, the replica manager, fetch watchers, the coordinators' interface; metadata records read back as cluster events |
 //! | 5 | `controller` | the Raft metadata quorum and the active controller |
 //! | 6 | `cluster` | a broker's registration, heartbeats, controller calls, peer connections |
 //! | 7 | `replication` | follower fetchers and the leader's ISR change requests |
 //! | 8 | `group`, `txn` | the coordinators, through `partition::InternalPartitions` / `txn::TxnHost` |
 //! | 9 | `broker` | wiring: builds the services and implements the coordinators' interfaces |
 //! | 10 | `api`, `metrics` | one handler per API family; the metrics page |
-//! | 11 | `net` | listener and connection loop |
+//! | 11 | `net`, `http` | listener and connection loop; the HTTP listener (metrics, JSON API, events) |
 //! | 12 | `dev_cluster` | the local multi-node cluster command |
 
 pub mod api;
@@ -31,6 +31,8 @@ pub mod controller;
 pub mod dev_cluster;
 pub mod error;
 pub mod group;
+pub mod http;
+pub mod journal;
 pub mod log;
 pub mod metadata;
 pub mod metrics;
@@ -48,13 +50,13 @@ pub const LAYERS: &[&[&str]] = &[
     &["clock", "error", "config", "testing"],
     &["log", "auth", "transport"],
     &["metadata"],
-    &["partition"],
+    &["partition", "journal"],
     &["controller"],
     &["cluster"],
     &["replication"],
     &["group", "txn"],
     &["broker"],
     &["api", "metrics"],
-    &["net"],
+    &["net", "http"],
     &["dev_cluster"],
 ];

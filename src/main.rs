@@ -51,7 +51,7 @@ struct DevClusterArgs {
     /// How many nodes.
     #[arg(long, default_value_t = 3)]
     brokers: u16,
-    /// Client port of node 1; node i listens on base+i-1, its controller on base+100+i-1.
+    /// Client port of node 1; node i listens on base+i-1, its controller on base+100+i-1, its HTTP listener on base+200+i-1.
     #[arg(long, default_value_t = 19092)]
     base_port: u16,
     /// Parent of the nodes' data dirs (node-1, node-2, ...).
@@ -164,16 +164,24 @@ fn build_config(args: &ServeArgs) -> anyhow::Result<BrokerConfig> {
     Ok(cfg)
 }
 
+/// Logs to stderr, as text for people or (`log.format=json`) one JSON object per line.
+fn init_logging(format: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter);
+    if format == "json" {
+        // Event fields at the top level, beside "message", so a line reads as the event does.
+        builder.json().flatten_event(true).with_current_span(false).init();
+    } else {
+        builder.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init();
+    }
+}
+
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| "info".into()))
-        .init();
     let cli = Cli::parse();
     let args = match cli.command {
         Some(Command::Serve(a)) => a,
         Some(Command::DevCluster(d)) => {
+            init_logging("text");
             return sluice::dev_cluster::run(sluice::dev_cluster::Spec {
                 brokers: d.brokers,
                 base_port: d.base_port,
@@ -181,14 +189,16 @@ fn main() -> anyhow::Result<()> {
                 host: d.host,
                 set: d.set,
                 security: d.security.parse().map_err(anyhow::Error::msg)?,
-            })
+            });
         }
         Some(Command::Ping(p)) => return ping(&p),
         None => cli.serve,
     };
     let started = std::time::Instant::now();
     raise_fd_limit();
+    // Read before logging starts, since it decides the format (a bad config is printed plainly).
     let cfg = build_config(&args)?;
+    init_logging(&cfg.get("log.format"));
     let formation = args.add_scram.iter().map(|s| AddScram::parse(s)).collect::<Result<Vec<_>, _>>().map_err(anyhow::Error::msg)?;
     let cluster_id = formation_cluster_id(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -492,13 +502,17 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
     let _ = caught_up.wait_for(|c| *c).await;
     broker.start_applying_roles();
 
-    let metrics_at = cfg.get("metrics.listener");
-    if !metrics_at.is_empty() {
-        let addr = resolve(&metrics_at)?;
-        let l = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr} (metrics)"))?;
-        tracing::info!("metrics on http://{}/metrics", l.local_addr()?);
-        tokio::spawn(sluice::metrics::serve(l, broker.clone(), stop_rx.clone()));
-    }
+    let http_at = cfg.get("http.listener");
+    let http = if http_at.is_empty() {
+        None
+    } else {
+        let addr = resolve(&http_at)?;
+        let app = sluice::http::router(broker.clone(), stop_rx.clone());
+        let (at, task) =
+            sluice::http::start(addr, app, stop_rx.clone()).await.with_context(|| format!("cannot listen on {addr} (http)"))?;
+        tracing::info!("metrics on http://{at}/metrics; JSON API on http://{at}/v1/");
+        Some(task)
+    };
     let sockets = serving.into_iter().map(|(_, l)| l).collect();
     let server = tokio::spawn(sluice::net::serve(sockets, broker.clone(), connection_limits, stop_rx.clone()));
     let background = tokio::spawn(broker.clone().run_background(stop_rx.clone()));
@@ -519,6 +533,10 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
     }
     let _ = stop_tx.send(true);
     let _ = server.await;
+    if let Some(task) = http {
+        // Its streams end on the stop signal; a client that does not read is not waited for.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), task).await;
+    }
     let _ = background.await;
     broker.shutdown()?;
     tracing::info!("shut down cleanly");

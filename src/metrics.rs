@@ -1,11 +1,8 @@
 //! A plain-text metrics endpoint (Prometheus exposition format) for what operators hunt:
 //! broker liveness, offline and under-replicated partitions, unclean elections and the
-//! active controller. Off unless `metrics.listener` names an address.
+//! active controller. Served on `/metrics` by the HTTP listener (module `http`).
 
 use std::fmt::Write as _;
-use std::sync::Arc;
-
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::broker::Broker;
 
@@ -43,24 +40,4 @@ pub fn render(broker: &Broker) -> String {
     metric("sluice_metadata_offset", "Last metadata log offset applied on this node.", "gauge", img.offset);
     metric("sluice_active_controller", "1 on the node that is the active controller.", "gauge", active as u64);
     out
-}
-
-/// Serves `GET` of any path with the metrics, until shutdown.
-pub async fn serve(listener: tokio::net::TcpListener, broker: Arc<Broker>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
-    loop {
-        let (mut sock, _) = tokio::select! {
-            r = listener.accept() => match r { Ok(x) => x, Err(_) => continue },
-            _ = shutdown.changed() => return,
-        };
-        let b = broker.clone();
-        tokio::spawn(async move {
-            let mut buf = [0u8; 4096];
-            // One request per connection; its content does not matter.
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), sock.read(&mut buf)).await;
-            let body = render(&b);
-            let head = format!("HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\n\r\n", body.len());
-            let _ = sock.write_all(head.as_bytes()).await;
-            let _ = sock.write_all(body.as_bytes()).await;
-        });
-    }
 }

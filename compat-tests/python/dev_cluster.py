@@ -14,9 +14,11 @@ from cluster import pid_alive, pid_cmdline, port_is_free, sluice_bin, tail_lines
 
 BOOTSTRAP_LINE = re.compile(r"bootstrap servers:\s*(\S+)")
 NODE_LINE = re.compile(r"node (\d+) pid (\d+) listening (\S+)")
+# The same line's optional suffix: " http <host:port>", the node's HTTP listener.
+HTTP_LINE = re.compile(r"node (\d+) pid \d+ listening \S+ http (\S+)")
 
 
-def free_base_port(offsets=(0, 1, 2, 100, 101, 102), lo=20000, hi=60000, tries=500):
+def free_base_port(offsets=(0, 1, 2, 100, 101, 102, 200, 201, 202), lo=20000, hi=60000, tries=500):
     """A base port P such that P+o is free for every offset o."""
     rng = random.Random()
     for _ in range(tries):
@@ -28,7 +30,7 @@ def free_base_port(offsets=(0, 1, 2, 100, 101, 102), lo=20000, hi=60000, tries=5
 
 class DevCluster:
     """`sluice dev-cluster --brokers N --base-port P --data-dir DIR`, output (stdout and
-    stderr) to DIR/../dev-cluster.log. `shutdown()` SIGTERMs it (SIGKILL after a grace
+    stderr) to DIR/../dev-cluster.log (client ports P.., controller ports P+100.., HTTP P+200..). `shutdown()` SIGTERMs it (SIGKILL after a grace
     period) and then SIGKILLs any child it reported (`node <id> pid <pid> ...`) that
     is still alive, checked by pid and by its command line naming our data dir."""
 
@@ -42,6 +44,7 @@ class DevCluster:
         self.proc = None
         self.bootstrap = None
         self.children = {}  # node id -> (pid, "host:port")
+        self.http = {}  # node id -> "host:port" of its HTTP listener
 
     def command(self):
         return [sluice_bin(), "dev-cluster", "--brokers", str(self.brokers),
@@ -69,6 +72,7 @@ class DevCluster:
         m = BOOTSTRAP_LINE.search(out)
         self.bootstrap = m.group(1) if m else None
         self.children = {int(i): (int(pid), addr) for i, pid, addr in NODE_LINE.findall(out)}
+        self.http = {int(i): addr for i, addr in HTTP_LINE.findall(out)}
         return self.bootstrap, self.children
 
     def wait_output(self, timeout=30.0):

@@ -8,6 +8,7 @@ use kafka_protocol::messages::*;
 use super::{sb, Ctx};
 use crate::auth::Operation;
 use crate::broker::ConfigEntry;
+use crate::config::is_sensitive as sensitive;
 use crate::error::{Error, Result};
 
 const TOPIC: i8 = 2;
@@ -30,15 +31,6 @@ fn authorized(ctx: &Ctx<'_>, is_topic: bool, name: &str, op: Operation) -> Resul
         ctx.check_cluster(op)?;
     }
     Ok(is_topic)
-}
-
-/// Keys whose values Kafka never shows (its PASSWORD type): passwords and inline keys.
-fn sensitive(name: &str) -> bool {
-    name.ends_with(".password")
-        || name.ends_with("ssl.keystore.key")
-        || name.ends_with("sasl.jaas.config")
-        || name == "delegation.token.secret.key"
-        || name == "delegation.token.master.key"
 }
 
 fn entry(e: ConfigEntry, synonyms: bool, docs: bool, version: i16) -> DescribeConfigsResourceResult {

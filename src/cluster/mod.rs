@@ -14,6 +14,7 @@ use crate::config::listeners::Voter;
 use crate::controller::rpc::{Request, Response};
 use crate::controller::{net, Controller};
 use crate::error::{Error, Result};
+use crate::journal::Journal;
 use crate::metadata::image::Image;
 use crate::metadata::published::Published;
 use crate::metadata::records::Endpoint;
@@ -30,6 +31,8 @@ pub struct Cluster {
     /// Set when this node votes in the quorum.
     pub controller: Option<Arc<Controller>>,
     image: Arc<Published>,
+    /// The events of the metadata this node applied.
+    journal: Arc<Journal>,
     applied: watch::Receiver<u64>,
     applied_tx: Option<watch::Sender<u64>>,
     epoch: AtomicU64,
@@ -66,20 +69,21 @@ impl Cluster {
     pub fn voter(node_id: i32, voters: BTreeMap<i32, Voter>, controller: Arc<Controller>, links: Links) -> Arc<Cluster> {
         let image = controller.quorum.published();
         let applied = controller.quorum.applied();
-        Arc::new(Cluster::new(node_id, voters, Some(controller), image, applied, None, links))
+        let journal = controller.quorum.journal();
+        Arc::new(Cluster::new(node_id, voters, Some(controller), (image, journal), applied, None, links))
     }
 
     /// A broker that does not vote: it fetches the metadata log from the controller.
     pub fn observer(node_id: i32, voters: BTreeMap<i32, Voter>, links: Links) -> Arc<Cluster> {
         let (tx, rx) = watch::channel(0);
-        Arc::new(Cluster::new(node_id, voters, None, Arc::new(Published::default()), rx, Some(tx), links))
+        Arc::new(Cluster::new(node_id, voters, None, Default::default(), rx, Some(tx), links))
     }
 
     fn new(
         node_id: i32,
         voters: BTreeMap<i32, Voter>,
         controller: Option<Arc<Controller>>,
-        image: Arc<Published>,
+        (image, journal): (Arc<Published>, Arc<Journal>),
         applied: watch::Receiver<u64>,
         applied_tx: Option<watch::Sender<u64>>,
         links: Links,
@@ -89,6 +93,7 @@ impl Cluster {
             voters,
             controller,
             image,
+            journal,
             applied,
             applied_tx,
             epoch: AtomicU64::new(0),
@@ -102,6 +107,11 @@ impl Cluster {
     /// The metadata image as this node has applied it.
     pub fn image(&self) -> Arc<Image> {
         self.image.load()
+    }
+
+    /// What happened to the cluster, as this node applied it.
+    pub fn journal(&self) -> Arc<Journal> {
+        self.journal.clone()
     }
 
     /// Signalled whenever more metadata is applied.
@@ -287,12 +297,14 @@ impl Cluster {
             };
             match r {
                 Ok(Response::Batches { batches }) => {
+                    let mut events = Vec::new();
                     let o = self.image.update(|img| {
                         for (offset, b) in batches {
-                            img.apply_batch(offset, &b);
+                            events.extend(crate::journal::apply_batch(img, offset, &b));
                         }
                         img.offset
                     });
+                    self.journal.push(events);
                     tx.send_if_modified(|v| std::mem::replace(v, o) != o);
                 }
                 Ok(Response::Snapshot { image }) => match Image::from_snapshot(&image) {

@@ -220,6 +220,15 @@ pub static KEYS: &[KeyDef] = &[
     key!("replica.fetch.wait.max.ms", Some("500"), Int, broker, false, "Longest wait of a follower's fetch."),
     key!("replica.fetch.max.bytes", Some("1048576"), Int, broker, false, "Bytes a follower fetches per partition."),
     key!("metrics.listener", Some(""), String, broker, false, "HOST:PORT serving metrics as text (Sluice's own key; empty: off)."),
+    key!(
+        "http.listener",
+        None,
+        String,
+        broker,
+        false,
+        "HOST:PORT of the HTTP listener: /metrics and the JSON API under /v1/ (Sluice's own key; unset: metrics.listener, its older name)."
+    ),
+    key!("log.format", Some("text"), String, broker, false, "Log lines as text for people, or json: one JSON object per line (Sluice's own key)."),
     key!("num.partitions", Some("1"), Int, broker, false, "Partitions of an auto-created topic."),
     key!("default.replication.factor", Some("1"), Int, broker, false, "Replication factor of an auto-created topic."),
     key!("auto.create.topics.enable", Some("true"), Boolean, broker, false, "Create unknown topics on Metadata or Produce."),
@@ -393,6 +402,11 @@ pub fn validate(def: &KeyDef, value: &str) -> Result<(), String> {
                 return Err(bad());
             }
         }
+        "log.format" => {
+            if value != "text" && value != "json" {
+                return Err(bad());
+            }
+        }
         "compression.type" => {
             if !["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"].contains(&value) {
                 return Err(bad());
@@ -442,6 +456,15 @@ pub fn parse_ip_overrides(value: &str) -> Result<Vec<(String, u32)>, String> {
         out.push((host.to_string(), n));
     }
     Ok(out)
+}
+
+/// Keys whose values Kafka never shows (its PASSWORD type): passwords and inline keys.
+pub fn is_sensitive(name: &str) -> bool {
+    name.ends_with(".password")
+        || name.ends_with("ssl.keystore.key")
+        || name.ends_with("sasl.jaas.config")
+        || name == "delegation.token.secret.key"
+        || name == "delegation.token.master.key"
 }
 
 /// Broker-level settings: what was set (file, flags or AlterConfigs) over Kafka's defaults.
@@ -509,6 +532,7 @@ impl BrokerConfig {
                 .map(|v| v.to_string()),
             "log.roll.ms" => num("log.roll.hours").map(|h| (h * 3_600_000).to_string()),
             "advertised.listeners" => get("listeners"),
+            "http.listener" => get("metrics.listener"),
             "log.dirs" => self.static_set.get("log.dir").cloned().or(Some("./data".into())),
             _ => broker_key(key).and_then(|d| d.default.map(str::to_string)),
         }

@@ -12,6 +12,7 @@ use super::quorum::QuorumNode;
 use super::raft_store::RaftStore;
 use super::rpc::QuorumInfo;
 use crate::error::{Error, Result};
+use crate::journal::Journal;
 use crate::metadata::image::Image;
 use crate::metadata::published::Published;
 use crate::metadata::records::{Record, RecordBatch};
@@ -49,6 +50,7 @@ pub struct Quorum {
     pub node_id: u64,
     cmd: mpsc::Sender<Cmd>,
     image: Arc<Published>,
+    journal: Arc<Journal>,
     applied: watch::Receiver<u64>,
     status: watch::Receiver<Status>,
     store: RaftStore,
@@ -67,6 +69,8 @@ impl Quorum {
         }
         let node_id = node.id;
         let shared = image.clone();
+        let journal = node.journal();
+        let events = journal.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(TICK_MS));
             let mut pending: HashMap<Vec<u8>, oneshot::Sender<Result<u64>>> = HashMap::new();
@@ -126,6 +130,9 @@ impl Quorum {
                 }
                 if out.leader_changed {
                     tracing::info!(leader = node.leader().unwrap_or(0), term = node.term(), "metadata quorum leader changed");
+                    if let Some(leader) = node.leader() {
+                        events.controller_changed(leader as i32, node.term(), crate::clock::now_ms());
+                    }
                     if !node.is_leader() {
                         for (_, reply) in pending.drain() {
                             let _ = reply.send(Err(Error::NotController));
@@ -153,7 +160,7 @@ impl Quorum {
                 });
             }
         });
-        Arc::new(Quorum { node_id, cmd: cmd_tx, image: shared, applied, status, store })
+        Arc::new(Quorum { node_id, cmd: cmd_tx, image: shared, journal, applied, status, store })
     }
 
     /// Delivers a peer's message.
@@ -178,6 +185,11 @@ impl Quorum {
     /// Where the applied image is published (a broker on this node reads it there).
     pub fn published(&self) -> Arc<Published> {
         self.image.clone()
+    }
+
+    /// The events of the applied log, and the controller changes seen here.
+    pub fn journal(&self) -> Arc<Journal> {
+        self.journal.clone()
     }
 
     /// The applied image, as of now (a snapshot: later batches do not change it).

@@ -129,7 +129,7 @@ impl Controller {
                 let restarted = self.image().brokers.get(&id).is_some_and(|b| b.incarnation != incarnation);
                 let mut recs = if restarted { self.broker_gone_changes(id, ElectionReason::Clean) } else { Vec::new() };
                 if restarted && !recs.is_empty() {
-                    tracing::info!(broker = id, partitions = recs.len(), "broker restarted: moving its leadership and ISR places");
+                    tracing::info!(broker_id = id, partitions = recs.len(), "broker restarted: moving its leadership and ISR places");
                 }
                 recs.push(Record::RegisterBroker { id, incarnation, host, port, rack, controller, endpoints });
                 self.quorum.propose(recs).await.map(|epoch| Response::Registered { epoch })
@@ -183,7 +183,7 @@ impl Controller {
             }
             if !recs.is_empty() {
                 self.quorum.propose(recs).await?;
-                tracing::info!(broker = id, "controlled shutdown: leadership moved, broker fenced");
+                tracing::info!(broker_id = id, epoch, "controlled shutdown: leadership moved, broker fenced");
             }
             return Ok(Response::Heartbeat { fenced: true, shutdown_ready: true });
         }
@@ -193,7 +193,7 @@ impl Controller {
             let mut recs = vec![Record::UnfenceBroker { id, epoch }];
             recs.extend(self.broker_back_changes(id));
             self.quorum.propose(recs).await?;
-            tracing::info!(broker = id, "broker unfenced");
+            tracing::info!(broker_id = id, epoch, "broker unfenced");
             return Ok(Response::Heartbeat { fenced: false, shutdown_ready: false });
         }
         Ok(Response::Heartbeat { fenced, shutdown_ready: false })
@@ -210,8 +210,8 @@ impl Controller {
             let unclean_ok = unclean_allowed(&settings, t);
             for (i, p) in t.partitions.iter().enumerate() {
                 if let Some(c) = election::on_broker_gone(p, broker, &live, unclean_ok) {
-                    log_change(&t.name, i, p, &c);
                     let reason = c.reason(p, cause);
+                    log_change(&t.name, i, p, &c, reason);
                     out.push(Record::PartitionChange { topic_id: t.id, index: i as i32, state: c.state, unclean: c.unclean, reason });
                 }
             }
@@ -232,8 +232,8 @@ impl Controller {
                     continue;
                 }
                 if let Some(c) = election::elect(p, p.isr.clone(), &live, unclean_ok) {
-                    log_change(&t.name, i, p, &c);
                     let reason = c.reason(p, ElectionReason::Clean);
+                    log_change(&t.name, i, p, &c, reason);
                     out.push(Record::PartitionChange { topic_id: t.id, index: i as i32, state: c.state, unclean: c.unclean, reason });
                 }
             }
@@ -274,7 +274,7 @@ impl Controller {
             let mut next = cur.clone();
             next.isr = isr;
             next.partition_epoch += 1;
-            tracing::info!(topic = %t.name, partition = index, from = ?cur.isr, to = ?next.isr, "ISR changed");
+            tracing::info!(topic = %t.name, partition = index, isr_before = ?cur.isr, isr_after = ?next.isr, leader = cur.leader, "ISR changed");
             let next = match election::complete_reassignment(&next, &|b| img.is_live(b)) {
                 Some(done) => {
                     tracing::info!(topic = %t.name, partition = index, replicas = ?done.replicas, leader = done.leader, "reassignment completed");
@@ -315,8 +315,8 @@ impl Controller {
                         } else {
                             election::elect(p, p.isr.clone(), &live, true).ok_or(Error::EligibleLeadersNotAvailable)?
                         };
-                        log_change(&t.name, i as usize, p, &c);
                         let reason = c.reason(p, if preferred { ElectionReason::Preferred } else { ElectionReason::Clean });
+                        log_change(&t.name, i as usize, p, &c, reason);
                         recs.push(Record::PartitionChange { topic_id: t.id, index: i, state: c.state, unclean: c.unclean, reason });
                         Ok(())
                     });
@@ -405,9 +405,9 @@ impl Controller {
         for (id, epoch) in expired {
             let mut recs = vec![Record::FenceBroker { id, epoch }];
             recs.extend(self.broker_gone_changes(id, ElectionReason::Clean));
-            tracing::warn!(broker = id, timeout_ms = timeout, "broker missed its session timeout: fencing it");
+            tracing::warn!(broker_id = id, epoch, timeout_ms = timeout, "broker missed its session timeout: fencing it");
             if let Err(e) = self.quorum.propose(recs).await {
-                tracing::warn!(broker = id, error = %e, "could not fence broker");
+                tracing::warn!(broker_id = id, error = %e, "could not fence broker");
                 return;
             }
         }
@@ -483,16 +483,30 @@ fn unclean_allowed(settings: &Settings, t: &crate::metadata::image::TopicImage) 
     t.configs.get("unclean.leader.election.enable").map_or(settings.unclean_leader_election_enable, |v| v == "true")
 }
 
-fn log_change(topic: &str, index: usize, before: &crate::metadata::records::PartitionState, c: &election::Change) {
+/// Logs an election and an ISR change with the fields of the journal's events.
+fn log_change(
+    topic: &str,
+    index: usize,
+    before: &crate::metadata::records::PartitionState,
+    c: &election::Change,
+    reason: Option<ElectionReason>,
+) {
+    let (previous_leader, leader, leader_epoch) = (before.leader, c.state.leader, c.state.leader_epoch);
+    let reason = reason.map(ElectionReason::as_str);
     if c.unclean {
         tracing::warn!(
             topic,
             partition = index,
-            leader = c.state.leader,
-            epoch = c.state.leader_epoch,
+            previous_leader,
+            leader,
+            leader_epoch,
+            reason,
             "unclean leader election: the new leader was not in the ISR; records it lacks are lost"
         );
     } else if before.leader != c.state.leader {
-        tracing::info!(topic, partition = index, from = before.leader, to = c.state.leader, epoch = c.state.leader_epoch, "leader elected");
+        tracing::info!(topic, partition = index, previous_leader, leader, leader_epoch, reason, "leader elected");
+    }
+    if before.isr != c.state.isr {
+        tracing::info!(topic, partition = index, isr_before = ?before.isr, isr_after = ?c.state.isr, leader, "ISR changed");
     }
 }

@@ -13,6 +13,7 @@ use raft::eraftpb::{EntryType, Message};
 use raft::{RawNode, StateRole};
 
 use super::raft_store::RaftStore;
+use crate::journal::Journal;
 use crate::metadata::image::Image;
 use crate::metadata::published::Published;
 use crate::metadata::records::RecordBatch;
@@ -54,6 +55,8 @@ pub struct QuorumNode {
     raw: RawNode<RaftStore>,
     store: RaftStore,
     image: Arc<Published>,
+    /// Events of the applied records (replayed from the retained log on restart).
+    journal: Arc<Journal>,
     last_leader: u64,
     /// Record bytes applied since the last snapshot.
     bytes_since_snapshot: u64,
@@ -84,12 +87,25 @@ impl QuorumNode {
         };
         cfg.validate()?;
         let raw = RawNode::new(&cfg, store.clone(), &discard_logger())?;
-        Ok(QuorumNode { id, raw, store, image: Arc::new(Published::new(image)), last_leader: 0, bytes_since_snapshot: 0 })
+        Ok(QuorumNode {
+            id,
+            raw,
+            store,
+            image: Arc::new(Published::new(image)),
+            journal: Arc::default(),
+            last_leader: 0,
+            bytes_since_snapshot: 0,
+        })
     }
 
     /// The image this node has applied, published as snapshots.
     pub fn image(&self) -> Arc<Published> {
         self.image.clone()
+    }
+
+    /// The events of the records this node applied.
+    pub fn journal(&self) -> Arc<Journal> {
+        self.journal.clone()
     }
 
     /// The log store (for serving committed entries to brokers).
@@ -212,7 +228,8 @@ impl QuorumNode {
             return Ok(());
         }
         // One copy of the image per ready batch of entries, published when all are applied.
-        self.image.update(|image| {
+        let mut events = Vec::new();
+        let applied = self.image.update(|image| {
             for e in entries {
                 if e.get_entry_type() != EntryType::EntryNormal || e.data.is_empty() {
                     image.offset = image.offset.max(e.index);
@@ -220,7 +237,7 @@ impl QuorumNode {
                 }
                 self.bytes_since_snapshot += e.data.len() as u64;
                 match RecordBatch::decode(&e.data) {
-                    Ok(batch) => image.apply_batch(e.index, &batch),
+                    Ok(batch) => events.extend(crate::journal::apply_batch(image, e.index, &batch)),
                     // A batch from a newer build: applying part of the log would be worse than stopping.
                     Err(msg) => anyhow::bail!("metadata log entry {}: {msg}", e.index),
                 }
@@ -228,7 +245,9 @@ impl QuorumNode {
                 out.applied.push(Applied { offset: e.index, context: e.context.to_vec() });
             }
             Ok(())
-        })
+        });
+        self.journal.push(events);
+        applied
     }
 
     fn maybe_snapshot(&mut self) -> anyhow::Result<()> {

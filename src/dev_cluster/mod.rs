@@ -32,6 +32,16 @@ impl Spec {
         self.base_port + 100 + i - 1
     }
 
+    /// HTTP listener of node `i`: two hundred above its client port, unless `--set
+    /// http.listener=...` (or its older name metrics.listener) says otherwise; empty is off.
+    fn http_listener(&self, i: u16) -> String {
+        let given = self.set.iter().rev().find_map(|s| {
+            let (k, v) = s.split_once('=')?;
+            matches!(k.trim(), "http.listener" | "metrics.listener").then(|| v.trim().replace("{node.id}", &i.to_string()))
+        });
+        given.unwrap_or_else(|| format!("{}:{}", self.host, self.base_port + 200 + i - 1))
+    }
+
     fn node_command(&self, exe: &Path, i: u16, voters: &str, files: Option<&secure::Files>) -> anyhow::Result<Command> {
         let mut c = Command::new(exe);
         let listen = format!("{}:{}", self.host, self.client_port(i));
@@ -56,6 +66,7 @@ impl Spec {
                 for s in &sets {
                     c.args(["--set", s]);
                 }
+                c.args(["--set", &format!("http.listener={}", self.http_listener(i))]);
             }
             Some(f) => {
                 // Everything in one config file, so `sluice serve --config <it>` restarts the node.
@@ -71,6 +82,7 @@ impl Spec {
                     let (k, v) = kv.split_once('=').ok_or_else(|| anyhow::anyhow!("--set wants KEY=VALUE, got '{kv}'"))?;
                     s.insert(k.trim().into(), v.trim().into());
                 }
+                s.insert("http.listener".into(), self.http_listener(i));
                 let path = f.dir.join(format!("node-{i}")).join("config.toml");
                 std::fs::write(&path, secure::toml(&s))?;
                 c.arg("--config").arg(path);
@@ -138,7 +150,10 @@ pub fn run(spec: Spec) -> anyhow::Result<()> {
     }
     println!("bootstrap servers: {bootstrap}");
     for (i, child, _) in &children {
-        println!("node {i} pid {} listening {}:{}", child.id(), spec.host, spec.client_port(*i));
+        // Tools parse this line: "node <id> pid <pid> listening <host:port>[ http <host:port>]".
+        let http = spec.http_listener(*i);
+        let http = if http.is_empty() { String::new() } else { format!(" http {http}") };
+        println!("node {i} pid {} listening {}:{}{http}", child.id(), spec.host, spec.client_port(*i));
     }
     println!("logs: {}/node-<id>/sluice.log; Ctrl-C stops the cluster", spec.data_dir.display());
     if files.is_some() {

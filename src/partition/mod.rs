@@ -13,7 +13,7 @@ pub mod watchers;
 
 pub use internal::InternalPartitions;
 pub use manager::ReplicaManager;
-pub use replica::{IsrChange, ReplicaSet};
+pub use replica::{IsrChange, LeaderProgress, ReplicaSet};
 pub use topic::Topic;
 
 use std::path::Path;

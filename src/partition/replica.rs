@@ -57,6 +57,15 @@ pub(super) struct Follower {
     prev_fetch_ms: i64,
 }
 
+/// A leader's view of its replicas' progress.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderProgress {
+    pub log_end_offset: i64,
+    pub high_watermark: i64,
+    /// (broker id, log end offset), -1 for a follower that has not fetched yet.
+    pub followers: Vec<(i32, i64)>,
+}
+
 /// An ISR change the leader wants the controller to make.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IsrChange {
@@ -132,6 +141,19 @@ impl Partition {
     /// Does this broker lead the partition?
     pub fn is_leader(&self) -> bool {
         self.state.lock().replicas.is_leader()
+    }
+
+    /// On the leader, for operators: its log end offset, high watermark, and each other
+    /// replica's log end offset (-1 until it has fetched); None elsewhere.
+    pub fn leader_progress(&self) -> Option<LeaderProgress> {
+        let st = self.state.lock();
+        if !st.replicas.is_leader() {
+            return None;
+        }
+        let me = st.replicas.me;
+        let followers =
+            st.replicas.replicas.iter().filter(|r| **r != me).map(|r| (*r, st.followers.get(r).map_or(-1, |f| f.leo))).collect();
+        Some(LeaderProgress { log_end_offset: st.log.log_end_offset(), high_watermark: st.high_watermark, followers })
     }
 
     /// On the leader: the high watermark is the smallest log end offset in the ISR, and

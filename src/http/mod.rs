@@ -1,0 +1,83 @@
+//! The node's HTTP listener (`http.listener`, or its older name `metrics.listener`):
+//! `/metrics` in the Prometheus text format, a JSON API under `/v1/` (cluster, brokers,
+//! topics, groups, events), axum on hyper.
+//!
+//! [`router`] is the merge point for more pages (the web console): merge a `Router` into
+//! it before [`serve`]. Every route reads the broker's shared services; none changes them.
+
+mod events;
+mod views;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use tokio::sync::watch;
+
+use crate::broker::Broker;
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct Ctx {
+    pub broker: Arc<Broker>,
+    /// Becomes true on shutdown: open event streams end then.
+    pub shutdown: watch::Receiver<bool>,
+}
+
+/// Every route of the listener.
+pub fn router(broker: Arc<Broker>, shutdown: watch::Receiver<bool>) -> Router {
+    let ctx = Ctx { broker, shutdown };
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/v1/cluster", get(views::cluster))
+        .route("/v1/brokers", get(views::brokers))
+        .route("/v1/topics", get(views::topics))
+        .route("/v1/topics/{name}", get(views::topic))
+        .route("/v1/groups", get(views::groups))
+        .route("/v1/groups/{id}", get(views::group))
+        .route("/v1/events", get(events::events))
+        .fallback(|| async { error(StatusCode::NOT_FOUND, "no such path".into()) })
+        .with_state(ctx)
+}
+
+/// Binds `addr` and serves `app` on it until `shutdown`; returns the bound address and the
+/// server's task, which ends once every connection (event streams too) has closed.
+pub async fn start(
+    addr: SocketAddr,
+    app: Router,
+    shutdown: watch::Receiver<bool>,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    Ok((bound, tokio::spawn(serve(listener, app, shutdown))))
+}
+
+/// Serves `app` on `listener` until `shutdown` turns true.
+pub async fn serve(listener: tokio::net::TcpListener, app: Router, shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
+    axum::serve(listener, app).with_graceful_shutdown(stopped(shutdown)).await
+}
+
+/// Resolves once `rx` is true (or its sender is gone).
+pub(crate) async fn stopped(mut rx: watch::Receiver<bool>) {
+    loop {
+        if *rx.borrow_and_update() {
+            return;
+        }
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn metrics(axum::extract::State(ctx): axum::extract::State<Ctx>) -> Response {
+    let body = crate::metrics::render(&ctx.broker);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response()
+}
+
+/// A JSON error: `{"error": message}`.
+pub(crate) fn error(status: StatusCode, message: String) -> Response {
+    (status, Json(serde_json::json!({ "error": message }))).into_response()
+}
