@@ -41,6 +41,9 @@ struct TopicResult {
     name: TopicName,
     id: uuid::Uuid,
     parts: Vec<PartResult>,
+    /// The topic's bytes-out counter, for a consumer's fetch (followers' bytes are not
+    /// counted, as in Kafka's BytesOutPerSec).
+    bytes_out: Option<crate::stats::Counter>,
 }
 
 /// The follower's id if a replica sent this fetch, else -1 (a consumer).
@@ -89,11 +92,15 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest, waiter: Option<&Arc<Notify>>) -> 
             other => other,
         };
         let mut parts = Vec::with_capacity(ft.partitions.len());
+        let mut bytes_out = None;
         for fp in &ft.partitions {
             let mut diverging = None;
             let mut preferred = -1;
             let result = topic.as_ref().map_err(Clone::clone).and_then(|t| {
                 let p = t.get(fp.partition)?;
+                if replica < 0 && bytes_out.is_none() {
+                    bytes_out = Some(p.stats.bytes_out.clone());
+                }
                 if let Some(w) = waiter {
                     p.watch(w);
                 }
@@ -159,7 +166,7 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest, waiter: Option<&Arc<Notify>>) -> 
                 }
             });
         }
-        topics.push(TopicResult { name: ft.topic.clone(), id: ft.topic_id, parts });
+        topics.push(TopicResult { name: ft.topic.clone(), id: ft.topic_id, parts, bytes_out });
     }
     (topics, total, any_error)
 }
@@ -367,7 +374,28 @@ fn encode_frame(version: i16, correlation_id: i32, result: Result<Vec<TopicResul
 /// Serves a Fetch, returning the frame as bytes and file ranges.
 pub async fn handle_frame(ctx: &Ctx<'_>, req: FetchRequest, correlation_id: i32) -> Vec<Chunk> {
     let result = collect(ctx, &req).await;
+    count(&result);
     encode_frame(ctx.version, correlation_id, result)
+}
+
+/// Counts what a fetch answers: its error codes, and the record bytes sent to a consumer.
+fn count(result: &Result<Vec<TopicResult>, i16>) {
+    let Some(s) = crate::stats::api(ApiKey::Fetch as i16) else { return };
+    match result {
+        Err(code) => s.error(*code),
+        Ok(topics) => {
+            for t in topics {
+                let mut sent = 0;
+                for p in &t.parts {
+                    s.error(p.error);
+                    sent += p.slice.as_ref().map_or(0, |sl| sl.len);
+                }
+                if let Some(c) = &t.bytes_out {
+                    c.inc_by(sent as u64);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -398,6 +426,7 @@ mod tests {
                 part(1, None, Some(vec![])),
                 part(2, Some(FileSlice { file, pos: 0, len: 16, last_offset: 0 }), None),
             ],
+            bytes_out: None,
         }]
     }
 

@@ -18,6 +18,7 @@ mod produce;
 mod quorum;
 mod quotas;
 mod reassign;
+mod response_errors;
 mod sasl;
 mod scram;
 mod tokens;
@@ -145,6 +146,7 @@ macro_rules! apis {
                     match resp {
                         None => Ok(None),
                         Some(r) => {
+                            response_errors::count(key, &r);
                             let mut out = BytesMut::new();
                             r.encode(&mut out, version).map_err(|e| ConnError::Encode(format!("{key:?} v{version}: {e}")))?;
                             Ok(Some((out, key.response_header_version(version))))

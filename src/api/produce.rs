@@ -111,6 +111,9 @@ pub async fn handle(ctx: &Ctx<'_>, req: ProduceRequest) -> Option<ProduceRespons
             }
         }
     }
+    if let Some(s) = crate::stats::api(ApiKey::Produce as i16) {
+        responses.iter().flat_map(|t| &t.partition_responses).for_each(|p| s.error(p.error_code));
+    }
     if acks == 0 {
         return None;
     }

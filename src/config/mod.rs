@@ -204,6 +204,14 @@ pub static KEYS: &[KeyDef] = &[
     key!("controller.quorum.request.timeout.ms", Some("30000"), Int, broker, false, "How long a metadata change may take."),
     key!("broker.heartbeat.interval.ms", Some("2000"), Int, broker, false, "How often a broker heartbeats to the controller."),
     key!("broker.session.timeout.ms", Some("9000"), Int, broker, false, "Silence after which the controller fences a broker."),
+    key!(
+        "metadata.max.idle.interval.ms",
+        Some("500"),
+        Int,
+        broker,
+        false,
+        "How often the active controller writes a no-op batch to an otherwise idle metadata log (0: never)."
+    ),
     key!("broker.rack", None, String, broker, false, "This broker's rack, for rack-aware placement."),
     key!(
         "replica.selector.class",

@@ -36,6 +36,8 @@ pub struct Settings {
     pub delete_topic_enable: bool,
     pub socket_request_max_bytes: usize,
     pub broker_session_timeout_ms: i64,
+    /// 0: the active controller writes no no-op batches.
+    pub metadata_max_idle_interval_ms: i64,
     pub auto_leader_rebalance_enable: bool,
     pub leader_imbalance_check_interval_ms: i64,
     pub leader_imbalance_per_broker_percentage: i64,
@@ -136,6 +138,7 @@ impl Settings {
             delete_topic_enable: boolean("delete.topic.enable")?,
             socket_request_max_bytes: int("socket.request.max.bytes")?.clamp(0, i32::MAX as i64) as usize,
             broker_session_timeout_ms: int("broker.session.timeout.ms")?,
+            metadata_max_idle_interval_ms: int("metadata.max.idle.interval.ms")?.max(0),
             auto_leader_rebalance_enable: boolean("auto.leader.rebalance.enable")?,
             leader_imbalance_check_interval_ms: int("leader.imbalance.check.interval.seconds")?.saturating_mul(1000),
             leader_imbalance_per_broker_percentage: int("leader.imbalance.per.broker.percentage")?,

@@ -2,8 +2,9 @@
 //! propose through it and wait for their batch to be applied.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use raft::eraftpb::Message;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -26,7 +27,35 @@ const COMMANDS_QUEUED: usize = 4096;
 
 enum Cmd {
     Step(Message),
-    Propose(RecordBatch, oneshot::Sender<Result<u64>>),
+    /// A batch, who waits for it, and when it was proposed.
+    Propose(RecordBatch, oneshot::Sender<Result<u64>>, Instant),
+}
+
+/// A proposal of this node's, waiting to commit.
+struct Pending {
+    reply: oneshot::Sender<Result<u64>>,
+    /// Why each leader change in it was made (counted once it commits).
+    elections: Vec<&'static str>,
+    proposed: Instant,
+}
+
+/// The kinds of the leader changes in `batch`, for `sluice_leader_elections_total`.
+fn elections_in(batch: &RecordBatch) -> Vec<&'static str> {
+    batch
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::PartitionChange { reason: Some(why), .. } => Some(why.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether the active controller should write a no-op batch: nothing was proposed for
+/// `interval_ms` (Kafka's `metadata.max.idle.interval.ms`; 0 turns no-ops off), so that
+/// every node's time of its last applied batch, and so its metadata lag, stays current.
+pub fn noop_due(now_ms: i64, last_proposal_ms: i64, interval_ms: i64) -> bool {
+    interval_ms > 0 && now_ms - last_proposal_ms >= interval_ms
 }
 
 /// What callers can see of the quorum without asking the driver.
@@ -54,6 +83,8 @@ pub struct Quorum {
     applied: watch::Receiver<u64>,
     status: watch::Receiver<Status>,
     store: RaftStore,
+    /// When this node last proposed a batch (ms), for the no-op timer.
+    last_proposal_ms: AtomicI64,
 }
 
 impl Quorum {
@@ -73,7 +104,9 @@ impl Quorum {
         let events = journal.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(TICK_MS));
-            let mut pending: HashMap<Vec<u8>, oneshot::Sender<Result<u64>>> = HashMap::new();
+            let mut pending: HashMap<Vec<u8>, Pending> = HashMap::new();
+            // The quorum leader last seen, so each new one is counted once.
+            let mut seen_leader: Option<u64> = None;
             let mut next_tag: u64 = rand_seed();
             // The first pass runs at once: a lone voter's campaign is ready to persist, and
             // the timer would round even an immediate first tick up to the next millisecond.
@@ -89,12 +122,12 @@ impl Quorum {
                 };
                 let mut handle = |c: Cmd, node: &mut QuorumNode| match c {
                     Cmd::Step(m) => node.step(m),
-                    Cmd::Propose(batch, reply) => {
+                    Cmd::Propose(batch, reply, proposed) => {
                         next_tag = next_tag.wrapping_add(1);
                         let tag = next_tag.to_be_bytes().to_vec();
                         match node.propose(tag.clone(), &batch) {
                             Ok(()) => {
-                                pending.insert(tag, reply);
+                                pending.insert(tag, Pending { reply, elections: elections_in(&batch), proposed });
                             }
                             Err(e) => {
                                 let _ = reply.send(Err(e));
@@ -124,8 +157,12 @@ impl Quorum {
                     send(m);
                 }
                 for a in out.applied {
-                    if let Some(reply) = pending.remove(&a.context) {
-                        let _ = reply.send(Ok(a.offset));
+                    if let Some(p) = pending.remove(&a.context) {
+                        // Committed and applied: the elections in it are made.
+                        for kind in &p.elections {
+                            crate::stats::leader_elected(kind, p.proposed.elapsed());
+                        }
+                        let _ = p.reply.send(Ok(a.offset));
                     }
                 }
                 if out.leader_changed {
@@ -133,9 +170,13 @@ impl Quorum {
                     if let Some(leader) = node.leader() {
                         events.controller_changed(leader as i32, node.term(), crate::clock::now_ms());
                     }
+                    if node.leader().is_some() && node.leader() != seen_leader {
+                        seen_leader = node.leader();
+                        crate::stats::controller_changed();
+                    }
                     if !node.is_leader() {
-                        for (_, reply) in pending.drain() {
-                            let _ = reply.send(Err(Error::NotController));
+                        for (_, p) in pending.drain() {
+                            let _ = p.reply.send(Err(Error::NotController));
                         }
                     }
                 }
@@ -160,7 +201,16 @@ impl Quorum {
                 });
             }
         });
-        Arc::new(Quorum { node_id, cmd: cmd_tx, image: shared, journal, applied, status, store })
+        Arc::new(Quorum {
+            node_id,
+            cmd: cmd_tx,
+            image: shared,
+            journal,
+            applied,
+            status,
+            store,
+            last_proposal_ms: AtomicI64::new(crate::clock::now_ms()),
+        })
     }
 
     /// Delivers a peer's message.
@@ -175,10 +225,15 @@ impl Quorum {
     /// Appends records to the metadata log; resolves once they are committed and applied here.
     pub async fn propose(&self, records: Vec<Record>) -> Result<u64> {
         let (tx, rx) = oneshot::channel();
+        let proposed = Instant::now();
+        self.last_proposal_ms.store(crate::clock::now_ms(), Ordering::Relaxed);
         // Waiting for room cannot deadlock: the driver never sends to itself and waits on
         // nothing a proposer could hold across this await (its one lock is the image's, a
         // parking_lot lock, whose guards cannot cross an await in a spawned task).
-        self.cmd.send(Cmd::Propose(RecordBatch::new(records).at(crate::clock::now_ms()), tx)).await.map_err(|_| Error::NotController)?;
+        self.cmd
+            .send(Cmd::Propose(RecordBatch::new(records).at(crate::clock::now_ms()), tx, proposed))
+            .await
+            .map_err(|_| Error::NotController)?;
         rx.await.map_err(|_| Error::NotController)?
     }
 
@@ -215,6 +270,11 @@ impl Quorum {
         &self.store
     }
 
+    /// When this node last proposed a batch (epoch ms).
+    pub fn last_proposal_ms(&self) -> i64 {
+        self.last_proposal_ms.load(Ordering::Relaxed)
+    }
+
     /// The quorum as DescribeQuorum reports it.
     pub fn info(&self) -> QuorumInfo {
         let st = self.status();
@@ -231,4 +291,37 @@ impl Quorum {
 fn rand_seed() -> u64 {
     let (a, b) = uuid::Uuid::new_v4().as_u64_pair();
     a ^ b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{elections_in, noop_due};
+    use crate::metadata::records::{ElectionReason, PartitionState, Record, RecordBatch};
+
+    #[test]
+    fn the_elections_of_a_batch_are_its_leader_changes_by_reason() {
+        let change = |reason| Record::PartitionChange {
+            topic_id: uuid::Uuid::nil(),
+            index: 0,
+            state: PartitionState::default(),
+            unclean: false,
+            reason,
+        };
+        let batch = RecordBatch::new(vec![
+            change(Some(ElectionReason::Clean)),
+            change(None),
+            Record::FenceBroker { id: 1, epoch: 1 },
+            change(Some(ElectionReason::ControlledShutdown)),
+        ]);
+        assert_eq!(elections_in(&batch), vec!["clean", "controlled_shutdown"]);
+        assert!(elections_in(&RecordBatch::new(vec![])).is_empty(), "a no-op elects nobody");
+    }
+
+    #[test]
+    fn a_noop_is_due_once_the_log_was_idle_for_the_interval() {
+        assert!(!noop_due(1_400, 1_000, 500), "idle for 400 ms of 500");
+        assert!(noop_due(1_500, 1_000, 500));
+        assert!(noop_due(9_000, 1_000, 500));
+        assert!(!noop_due(9_000, 1_000, 0), "0 turns no-ops off");
+    }
 }

@@ -412,6 +412,13 @@ impl Controller {
             }
         }
         self.sweep_tokens(now).await;
+        // Kafka's NoOpRecord: an idle log still gets a stamped batch now and then, so each
+        // node's metadata lag measures how far behind it is, not how quiet the cluster is.
+        if driver::noop_due(now_ms(), self.quorum.last_proposal_ms(), settings.metadata_max_idle_interval_ms) {
+            if let Err(e) = self.quorum.propose(Vec::new()).await {
+                tracing::debug!(error = %e, "no-op metadata batch not written");
+            }
+        }
         let interval = settings.leader_imbalance_check_interval_ms;
         if settings.auto_leader_rebalance_enable && now - *self.last_rebalance.lock() >= interval {
             *self.last_rebalance.lock() = now;

@@ -74,7 +74,7 @@ pub(crate) async fn stopped(mut rx: watch::Receiver<bool>) {
 
 async fn metrics(axum::extract::State(ctx): axum::extract::State<Ctx>) -> Response {
     let body = crate::metrics::render(&ctx.broker);
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response()
+    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], body).into_response()
 }
 
 /// A JSON error: `{"error": message}`.

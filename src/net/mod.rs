@@ -17,7 +17,7 @@ use std::future::Future;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
@@ -68,6 +68,8 @@ fn accept_any(listeners: &[Listening]) -> impl Future<Output = (usize, std::io::
 /// the request they are on.
 pub async fn serve(listeners: Vec<Listening>, broker: Arc<Broker>, limits: ConnectionLimits, mut shutdown: watch::Receiver<bool>) {
     let quotas = Quotas::new(limits);
+    // Looked up once: a connection only adds to and takes from its listener's gauge.
+    let open_gauges: Vec<_> = listeners.iter().map(|l| crate::stats::connections(&l.session.listener)).collect();
     let mut conns = tokio::task::JoinSet::new();
     let mut trim_check = tokio::time::interval(TRIM_CHECK);
     trim_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -82,11 +84,13 @@ pub async fn serve(listeners: Vec<Listening>, broker: Arc<Broker>, limits: Conne
                         let session = listeners[i].session.clone();
                         // Boxed: an idle plain connection's task holds only the pointer's room.
                         let sasl = listeners[i].sasl.clone().map(|c| Box::new(SaslSession::new(c)));
+                        let open = crate::stats::Open::new(&open_gauges[i]);
                         match listeners[i].tls.clone() {
                             // No wrapper future around `connection`: a nested async fn keeps its
                             // arguments beside the inner future, and idle plain connections are
                             // counted in bytes.
                             None => conns.spawn(async move {
+                                let _open = open;
                                 let r = match plain(stream) {
                                     Ok((rd, wr, ip)) => connection(rd, wr, ip, session, broker, shutdown, admitted, sasl).await,
                                     Err(e) => Err(e.into()),
@@ -97,6 +101,7 @@ pub async fn serve(listeners: Vec<Listening>, broker: Arc<Broker>, limits: Conne
                             }),
                             // Boxed: only TLS connections carry the TLS state in their task.
                             Some(tls) => conns.spawn(async move {
+                                let _open = open;
                                 if let Err(e) = Box::pin(secured(stream, tls, session, broker, shutdown, admitted, sasl)).await {
                                     tracing::debug!(%peer, error = %e, "connection closed");
                                 }
@@ -141,6 +146,23 @@ pub async fn serve(listeners: Vec<Listening>, broker: Arc<Broker>, limits: Conne
 const MAX_SIDE_BY_SIDE: usize = 5;
 
 type Answer = Result<Option<Vec<api::Chunk>>, api::ConnError>;
+
+/// A Produce request running: the partitions it writes, when its frame was read, its task.
+type InFlight = (api::ProduceTargets, Instant, JoinHandle<Answer>);
+
+/// Counts a request of API `key` answered, `started` being when its frame was read.
+fn answered(key: i16, started: Instant) {
+    if let Some(a) = crate::stats::api(key) {
+        a.answered(started.elapsed());
+    }
+}
+
+/// The API key of a request frame (-1 if it has none).
+fn key_of(frame: &[u8]) -> i16 {
+    frame.get(..2).map_or(-1, |k| i16::from_be_bytes([k[0], k[1]]))
+}
+
+const PRODUCE_KEY: i16 = kafka_protocol::messages::ApiKey::Produce as i16;
 
 /// A plain TCP connection's halves and peer address.
 fn plain(stream: TcpStream) -> std::io::Result<(tokio::net::tcp::OwnedReadHalf, OwnedWriteHalf, IpAddr)> {
@@ -209,7 +231,7 @@ async fn connection<R: Source, W: Sink>(
     // Reading is cancel-safe, so it can race the answers below without cutting a frame short.
     let mut frames = FrameReader::new(rd, max_frame);
     // Produce requests in flight, oldest first, with the partitions they write.
-    let mut inflight: VecDeque<(api::ProduceTargets, JoinHandle<Answer>)> = VecDeque::new();
+    let mut inflight: VecDeque<InFlight> = VecDeque::new();
     loop {
         if let Some(s) = &sasl {
             frames.set_max_frame(s.max_frame(max_frame));
@@ -218,12 +240,14 @@ async fn connection<R: Source, W: Sink>(
             // Answers leave in request order, each as soon as it and those before it are done.
             done = async {
                 match inflight.front_mut() {
-                    Some((_, task)) => task.await,
+                    Some((_, _, task)) => task.await,
                     None => std::future::pending().await,
                 }
             } => {
-                inflight.pop_front();
-                if !send_answer(&mut wr, joined(done)).await? {
+                let started = inflight.pop_front().map(|(_, t, _)| t);
+                let sent = send_answer(&mut wr, joined(done)).await?;
+                answered(PRODUCE_KEY, started.unwrap_or_else(Instant::now));
+                if !sent {
                     return Ok(());
                 }
                 continue;
@@ -234,6 +258,7 @@ async fn connection<R: Source, W: Sink>(
             },
             _ = shutdown.changed() => break,
         };
+        let started = Instant::now();
         if let Some(s) = sasl.as_mut() {
             // Boxed, as the handlers are: the login's state is no part of an idle connection.
             match Box::pin(sasl_turn(s, &frame, &broker, &mut session, &mut inflight, &mut wr, peer)).await? {
@@ -247,36 +272,45 @@ async fn connection<R: Source, W: Sink>(
         // it starts at once, so one producer's batches for different partitions are copied
         // into the page cache on several cores. Per partition, order is kept.
         let produce = api::decode_produce(&frame);
-        if !may_start_now(inflight.iter().map(|(busy, _)| busy), produce.as_ref().map(|(t, _)| t)) {
-            while let Some((_, task)) = inflight.pop_front() {
-                if !send_answer(&mut wr, joined(task.await)).await? {
-                    return Ok(());
-                }
+        if !may_start_now(inflight.iter().map(|(busy, _, _)| busy), produce.as_ref().map(|(t, _)| t)) {
+            if !drain(&mut inflight, &mut wr).await? {
+                return Ok(());
             }
         }
         match produce {
             Some((t, req)) => {
                 let broker = broker.clone();
                 let session = session.clone();
-                inflight.push_back((t, tokio::spawn(async move { api::handle_produce(&broker, &session, peer, req).await })));
+                inflight.push_back((t, started, tokio::spawn(async move { api::handle_produce(&broker, &session, peer, req).await })));
             }
             None => {
                 // Boxed: a handler's state (about 2.5 KB) would otherwise be part of every idle
                 // connection's task; boxed, it exists only while a request runs.
+                let key = key_of(&frame);
                 let answer = Box::pin(api::handle(&broker, &session, peer, frame)).await;
-                if !send_answer(&mut wr, answer).await? {
+                let sent = send_answer(&mut wr, answer).await?;
+                answered(key, started);
+                if !sent {
                     return Ok(());
                 }
             }
         }
     }
     // The client is gone or the broker stops: what was started is still answered.
-    while let Some((_, task)) = inflight.pop_front() {
-        if !send_answer(&mut wr, joined(task.await)).await? {
-            break;
+    drain(&mut inflight, &mut wr).await?;
+    Ok(())
+}
+
+/// Answers every Produce request in flight, in order; false when the connection is to close.
+async fn drain<W: Sink>(inflight: &mut VecDeque<InFlight>, wr: &mut W) -> anyhow::Result<bool> {
+    while let Some((_, started, task)) = inflight.pop_front() {
+        let sent = send_answer(wr, joined(task.await)).await?;
+        answered(PRODUCE_KEY, started);
+        if !sent {
+            return Ok(false);
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// What a frame on a SASL listener came to.
@@ -296,7 +330,7 @@ async fn sasl_turn<W: Sink>(
     frame: &[u8],
     broker: &Broker,
     session: &mut Arc<api::Session>,
-    inflight: &mut VecDeque<(api::ProduceTargets, JoinHandle<Answer>)>,
+    inflight: &mut VecDeque<InFlight>,
     wr: &mut W,
     peer: IpAddr,
 ) -> anyhow::Result<Turn> {
@@ -314,10 +348,8 @@ async fn sasl_turn<W: Sink>(
             (reply, true)
         }
     };
-    while let Some((_, task)) = inflight.pop_front() {
-        if !send_answer(wr, joined(task.await)).await? {
-            return Ok(Turn::Close);
-        }
+    if !drain(inflight, wr).await? {
+        return Ok(Turn::Close);
     }
     if let Some(r) = reply {
         wr.write_all(&r).await?;

@@ -103,6 +103,9 @@ pub struct State {
     followers: std::collections::HashMap<i32, replica::Follower>,
     /// On the leader: followers asked to be added to the ISR, not yet decided.
     pending_isr: Vec<i32>,
+    /// On a follower: the leader's high watermark at the last fetch minus this log's end
+    /// (Kafka's fetcher lag), 0 until a fetch answers.
+    follower_lag: i64,
 }
 
 impl State {
@@ -151,6 +154,8 @@ pub struct Partition {
     hw_moved: tokio::sync::Notify,
     /// Fetches waiting for this partition's log, high watermark or leadership to change.
     watchers: watchers::Watchers,
+    /// The topic's traffic counters, looked up once here so appends and fetches only add.
+    pub stats: crate::stats::TopicStats,
 }
 
 /// File with the producer state snapshot, in the partition directory.
@@ -221,6 +226,7 @@ impl Partition {
             epochs,
             followers: Default::default(),
             pending_isr: Vec::new(),
+            follower_lag: 0,
         };
         for a in replayed {
             state.note_aborted(a)?;
@@ -234,6 +240,7 @@ impl Partition {
             state: Mutex::new(state),
             hw_moved: tokio::sync::Notify::new(),
             watchers: Default::default(),
+            stats: crate::stats::topic(topic),
         })
     }
 
@@ -320,6 +327,8 @@ impl Partition {
         };
         st.producers.record(&h, false);
         self.leader_appended(&mut st);
+        self.stats.bytes_in.inc_by(records.len() as u64);
+        self.stats.records_in.inc_by(h.records_count.max(0) as u64);
         Ok(AppendInfo { base_offset, last_offset: h.last_offset(), log_append_time, log_start_offset: st.log.log_start_offset() })
     }
 

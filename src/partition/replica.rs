@@ -102,6 +102,17 @@ impl Partition {
             // The controller decided something about this partition: pending is settled.
             st.pending_isr.clear();
         }
+        // Kafka counts ISR changes on the leader; here, on the committed ISR this broker is
+        // told of while it leads, so the controller's shrinks (a fenced follower) count too.
+        if st.replicas.is_leader() && ps.leader == me {
+            let (shrunk, expanded) = isr_moved(&st.replicas.isr, &ps.isr);
+            if shrunk {
+                crate::stats::isr_shrunk();
+            }
+            if expanded {
+                crate::stats::isr_expanded();
+            }
+        }
         st.leader_epoch = ps.leader_epoch;
         st.replicas =
             ReplicaSet { me, leader: ps.leader, replicas: ps.replicas.clone(), isr: ps.isr.clone(), partition_epoch: ps.partition_epoch };
@@ -327,6 +338,7 @@ impl Partition {
     pub fn set_follower_hw(&self, hw: i64, fetched_in: i32) {
         let mut st = self.state.lock();
         if st.check_follows_in(fetched_in).is_ok() {
+            st.follower_lag = (hw - st.log.log_end_offset()).max(0);
             let hw = hw.min(st.log.log_end_offset()).max(0);
             if hw != st.high_watermark {
                 st.high_watermark = hw;
@@ -334,6 +346,13 @@ impl Partition {
                 self.watchers.wake();
             }
         }
+    }
+
+    /// On a follower: how far its log is behind the leader's high watermark at the last
+    /// fetch; None where this broker leads or nobody does.
+    pub fn follower_lag(&self) -> Option<i64> {
+        let st = self.state.lock();
+        (!st.replicas.is_leader() && st.replicas.leader >= 0).then_some(st.follower_lag)
     }
 
     /// On a follower: drops the tail from `offset` on (it diverges from the leader's log),
@@ -378,4 +397,9 @@ impl Partition {
         st.high_watermark = offset;
         Ok(())
     }
+}
+
+/// Whether going from ISR `before` to `after` dropped a member, and whether it added one.
+pub(super) fn isr_moved(before: &[i32], after: &[i32]) -> (bool, bool) {
+    (before.iter().any(|r| !after.contains(r)), after.iter().any(|r| !before.contains(r)))
 }

@@ -238,3 +238,24 @@ fn an_answer_to_a_fetch_from_an_older_epoch_changes_nothing() {
     assert_eq!(log_bytes(&b1), before);
     assert_eq!(b1.high_watermark(), 3);
 }
+
+#[test]
+fn isr_moves_are_told_apart() {
+    assert_eq!(replica::isr_moved(&[1, 2, 3], &[1, 3]), (true, false));
+    assert_eq!(replica::isr_moved(&[1, 3], &[1, 3, 2]), (false, true));
+    assert_eq!(replica::isr_moved(&[1, 2], &[1, 3]), (true, true));
+    assert_eq!(replica::isr_moved(&[1, 2], &[2, 1]), (false, false));
+}
+
+#[test]
+fn a_follower_knows_its_lag_behind_the_leaders_high_watermark() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = open(dir.path());
+    assert_eq!(f.follower_lag(), None, "nobody leads yet");
+    f.set_replica_state_at(&state(1, 1, &[1, 2]), 2, 1000);
+    assert_eq!(f.follower_lag(), Some(0));
+    f.set_follower_hw(5, 1);
+    assert_eq!(f.follower_lag(), Some(5), "an empty log is 5 behind a high watermark of 5");
+    f.set_replica_state_at(&state(2, 2, &[2]), 2, 1000);
+    assert_eq!(f.follower_lag(), None, "a leader has no fetcher lag");
+}

@@ -1,0 +1,102 @@
+//! The error codes a response carries, for `sluice_request_errors_total` (Kafka's
+//! RequestMetrics ErrorsPerSec). Top-level codes for every API; per topic for Metadata,
+//! CreateTopics and DeleteTopics. Produce and Fetch count their per-partition codes where
+//! they make them (`produce.rs`, `fetch.rs`), so their rows here are empty.
+
+use kafka_protocol::messages::*;
+
+/// A response whose error codes can be walked without allocating.
+pub(super) trait ErrorCodes {
+    /// Calls `f` with each error code in the response (0 included: the counter skips it).
+    fn each_error(&self, _f: &mut dyn FnMut(i16)) {}
+}
+
+/// Counts the error codes of `r`, a response of API `key`.
+pub(super) fn count(key: ApiKey, r: &impl ErrorCodes) {
+    if let Some(s) = crate::stats::api(key as i16) {
+        r.each_error(&mut |code| s.error(code));
+    }
+}
+
+macro_rules! top_level {
+    ($($t:ty),* $(,)?) => { $( impl ErrorCodes for $t { fn each_error(&self, f: &mut dyn FnMut(i16)) { f(self.error_code) } } )* };
+}
+
+macro_rules! not_walked {
+    ($($t:ty),* $(,)?) => { $( impl ErrorCodes for $t {} )* };
+}
+
+top_level!(
+    OffsetFetchResponse,
+    FindCoordinatorResponse,
+    JoinGroupResponse,
+    HeartbeatResponse,
+    LeaveGroupResponse,
+    SyncGroupResponse,
+    ListGroupsResponse,
+    ApiVersionsResponse,
+    InitProducerIdResponse,
+    AddPartitionsToTxnResponse,
+    AddOffsetsToTxnResponse,
+    EndTxnResponse,
+    OffsetDeleteResponse,
+    DescribeClusterResponse,
+    ListTransactionsResponse,
+    ConsumerGroupHeartbeatResponse,
+    ElectLeadersResponse,
+    DescribeQuorumResponse,
+    DescribeAclsResponse,
+    AlterPartitionReassignmentsResponse,
+    ListPartitionReassignmentsResponse,
+    SaslHandshakeResponse,
+    SaslAuthenticateResponse,
+    DescribeUserScramCredentialsResponse,
+    DescribeClientQuotasResponse,
+    CreateDelegationTokenResponse,
+    RenewDelegationTokenResponse,
+    ExpireDelegationTokenResponse,
+    DescribeDelegationTokenResponse,
+);
+
+// No top-level code; their per-resource codes are not walked yet.
+not_walked!(
+    ProduceResponse,
+    FetchResponse,
+    ListOffsetsResponse,
+    OffsetCommitResponse,
+    DescribeGroupsResponse,
+    DeleteRecordsResponse,
+    WriteTxnMarkersResponse,
+    TxnOffsetCommitResponse,
+    DescribeConfigsResponse,
+    AlterConfigsResponse,
+    CreatePartitionsResponse,
+    DeleteGroupsResponse,
+    IncrementalAlterConfigsResponse,
+    DescribeProducersResponse,
+    DescribeTransactionsResponse,
+    ConsumerGroupDescribeResponse,
+    OffsetForLeaderEpochResponse,
+    CreateAclsResponse,
+    DeleteAclsResponse,
+    AlterUserScramCredentialsResponse,
+);
+
+impl ErrorCodes for MetadataResponse {
+    fn each_error(&self, f: &mut dyn FnMut(i16)) {
+        f(self.error_code);
+        self.topics.iter().for_each(|t| f(t.error_code));
+    }
+}
+
+impl ErrorCodes for CreateTopicsResponse {
+    fn each_error(&self, f: &mut dyn FnMut(i16)) {
+        self.topics.iter().for_each(|t| f(t.error_code));
+    }
+}
+
+impl ErrorCodes for DeleteTopicsResponse {
+    fn each_error(&self, f: &mut dyn FnMut(i16)) {
+        self.responses.iter().for_each(|t| f(t.error_code));
+    }
+}
