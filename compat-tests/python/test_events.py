@@ -275,11 +275,13 @@ def test_since_limit_and_follow(dc):
     addr = dc.http[dc.reader]
     all_events = events(addr)
     last = all_events[-1]["seq"]
-    assert events(addr, last) == []
+    # The cluster may still be settling (ISRs of other topics): later events can arrive
+    # between two reads, so compare only up to `last`.
+    assert all(e["seq"] > last for e in events(addr, last))
     mid = all_events[len(all_events) // 2]["seq"]
     newer = events(addr, mid)
     assert newer and all(e["seq"] > mid for e in newer), newer
-    assert newer == [e for e in all_events if e["seq"] > mid]
+    assert [e for e in newer if e["seq"] <= last] == [e for e in all_events if e["seq"] > mid]
     assert [e["seq"] for e in ok(addr, f"/v1/events?since={mid}&limit=2")] == [e["seq"] for e in newer[:2]]
 
     host, port = addr.rsplit(":", 1)
