@@ -32,6 +32,8 @@ enum Command {
     Serve(ServeArgs),
     /// Run a local cluster of separate broker processes (combined broker+controller nodes).
     DevCluster(DevClusterArgs),
+    #[command(flatten)]
+    Tool(sluice::cli::Tool),
 }
 
 #[derive(Args, Clone)]
@@ -138,6 +140,13 @@ fn main() -> anyhow::Result<()> {
                 set: d.set,
                 security: d.security.parse().map_err(anyhow::Error::msg)?,
             })
+        }
+        Some(Command::Tool(t)) => {
+            let code = sluice::cli::run(t).unwrap_or_else(|e| {
+                eprintln!("error: {e}");
+                1
+            });
+            std::process::exit(code);
         }
         None => cli.serve,
     };
