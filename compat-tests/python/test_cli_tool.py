@@ -178,7 +178,8 @@ def test_group_describe_shows_lag_and_seek_resets_an_empty_group(broker):
 def test_cluster_info_and_health_of_a_healthy_node(broker):
     bs = broker.bootstrap
     info = ok_json(["cluster", "info"], bs)
-    cid = AdminClient({"bootstrap.servers": bs}).describe_cluster(request_timeout=10).result(timeout=10).cluster_id
+    admin = AdminClient({"bootstrap.servers": bs})
+    cid = admin.describe_cluster(request_timeout=10).result(timeout=10).cluster_id
     assert info["cluster_id"] == cid and info["controller_id"] == 1
     assert [(b["node_id"], b["host"], b["port"]) for b in info["brokers"]] == [(1, "127.0.0.1", broker.port)]
     assert "CONTROLLER" in ok(["cluster", "info"], bs)
