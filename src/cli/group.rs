@@ -154,8 +154,9 @@ async fn describe_group(client: &mut Client, group: &str) -> Result<(i32, Descri
     loop {
         let node = client.coordinator(group, 0).await?;
         let req = DescribeGroupsRequest::default().with_groups(vec![GroupId(s(group))]);
+        // v6: a KIP-848 group answers GROUP_ID_NOT_FOUND there (Kafka says Dead to v5 and older).
         let r = client
-            .send_to(node, &req, 5)
+            .send_to(node, &req, 6)
             .await
             .and_then(|(r, _)| r.groups.into_iter().next().ok_or_else(|| CliError::Protocol("DescribeGroups answered no group".into())));
         let kip848 = client.node(node).await?.supports::<ConsumerGroupDescribeRequest>();

@@ -52,6 +52,6 @@ mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(lines[0].starts_with("TOPIC"), "{t}");
-        assert_eq!(lines[1].find('1'), lines[0].find('P'), "{t}");
+        assert_eq!(lines[1].find('1'), lines[0].find("PARTITIONS"), "{t}");
     }
 }
