@@ -338,6 +338,41 @@ pub fn code_of<T>(r: &Result<T>) -> i16 {
     }
 }
 
+/// Kafka's name of an error code, as its tools print it (`NOT_LEADER_OR_FOLLOWER`);
+/// `NONE` for 0 and `UNKNOWN_ERROR_CODE_<n>` for a code this build does not know.
+pub fn code_name(code: i16) -> String {
+    match ResponseError::try_from_code(code) {
+        None => "NONE".to_string(),
+        Some(ResponseError::Unknown(c)) => format!("UNKNOWN_ERROR_CODE_{c}"),
+        Some(e) => {
+            let camel = e.to_string();
+            let mut out = String::with_capacity(camel.len() + 8);
+            for (i, ch) in camel.chars().enumerate() {
+                if ch.is_ascii_uppercase() && i > 0 {
+                    out.push('_');
+                }
+                out.push(ch.to_ascii_uppercase());
+            }
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod code_name_tests {
+    use super::code_name;
+
+    #[test]
+    fn names_are_kafkas() {
+        assert_eq!(code_name(0), "NONE");
+        assert_eq!(code_name(3), "UNKNOWN_TOPIC_OR_PARTITION");
+        assert_eq!(code_name(6), "NOT_LEADER_OR_FOLLOWER");
+        assert_eq!(code_name(17), "INVALID_TOPIC_EXCEPTION");
+        assert_eq!(code_name(-1), "UNKNOWN_SERVER_ERROR");
+        assert_eq!(code_name(9999), "UNKNOWN_ERROR_CODE_9999");
+    }
+}
+
 /// Checks one of the design's invariants (HW ≤ LEO, HW never back on a leader, leader
 /// epochs only grow). Unit tests panic on a violation. A running broker logs it at
 /// error level with the words "invariant violated", which the process-level test

@@ -19,11 +19,12 @@
 //! | 9 | `broker` | wiring: builds the services and implements the coordinators' interfaces |
 //! | 10 | `api`, `metrics` | one handler per API family; the metrics page |
 //! | 11 | `net`, `http` | listener and connection loop; the HTTP listener (metrics, JSON API, events) |
-//! | 12 | `dev_cluster` | the local multi-node cluster command |
+//! | 12 | `dev_cluster`, `cli` | the local multi-node cluster command; the Kafka client tool (`sluice topic`, `produce`, `consume`, `group`, `cluster`, `events`) |
 
 pub mod api;
 pub mod auth;
 pub mod broker;
+pub mod cli;
 pub mod clock;
 pub mod cluster;
 pub mod config;
@@ -59,5 +60,5 @@ pub const LAYERS: &[&[&str]] = &[
     &["broker"],
     &["api", "metrics"],
     &["net", "http"],
-    &["dev_cluster"],
+    &["dev_cluster", "cli"],
 ];

@@ -34,6 +34,8 @@ enum Command {
     DevCluster(DevClusterArgs),
     /// Exit 0 once a broker answers ApiVersions (a container healthcheck), 1 otherwise.
     Ping(PingArgs),
+    #[command(flatten)]
+    Tool(sluice::cli::Tool),
 }
 
 #[derive(Args, Clone)]
@@ -192,6 +194,13 @@ fn main() -> anyhow::Result<()> {
             });
         }
         Some(Command::Ping(p)) => return ping(&p),
+        Some(Command::Tool(t)) => {
+            let code = sluice::cli::run(t).unwrap_or_else(|e| {
+                eprintln!("error: {e}");
+                1
+            });
+            std::process::exit(code);
+        }
         None => cli.serve,
     };
     let started = std::time::Instant::now();
