@@ -5,7 +5,6 @@
 //! Counters and histograms live in [`crate::stats`], counted where things happen; the
 //! gauges below are views of this node's state, computed when the page is asked for.
 
-
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;

@@ -115,7 +115,7 @@ def test_node_lines_name_the_http_listener_and_views_answer(dc):
     assert status == 400 and "since" in body["error"], (status, body)
 
     with urllib.request.urlopen(f"http://{dc.http[3]}/metrics", timeout=5) as r:
-        assert r.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8", r.headers
+        assert r.headers["Content-Type"] == "application/openmetrics-text; version=1.0.0; charset=utf-8", r.headers
         text = r.read().decode()
     assert "sluice_live_brokers 3" in text, text
 

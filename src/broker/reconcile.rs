@@ -115,6 +115,7 @@ impl Broker {
     /// Reconciles whenever more metadata is applied, until shutdown.
     pub async fn follow_image(self: Arc<Self>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
         let mut applied = self.cluster.applied();
+        let mut reconciled_at = None;
         loop {
             tokio::select! {
                 r = applied.changed() => if r.is_err() { return },
@@ -123,6 +124,12 @@ impl Broker {
             if !self.applying_roles.load(std::sync::atomic::Ordering::Acquire) {
                 continue; // start_applying_roles reconciles with the image it finds then
             }
+            // The controller's idle NoOps move the offset twice a second and change nothing.
+            let changed_at = self.cluster.image().changed_at;
+            if reconciled_at == Some(changed_at) {
+                continue;
+            }
+            reconciled_at = Some(changed_at);
             let me = self.clone();
             let _ = tokio::task::spawn_blocking(move || me.reconcile(true)).await;
         }

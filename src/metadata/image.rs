@@ -73,6 +73,10 @@ pub struct Image {
     /// When the last applied batch that carries a time was proposed (epoch ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_ms: Option<i64>,
+    /// The offset of the last record applied: unlike `offset`, empty batches (the active
+    /// controller's idle NoOps) leave it, so followers of the image can skip them.
+    #[serde(default)]
+    pub changed_at: u64,
 }
 
 impl Image {
@@ -91,6 +95,7 @@ impl Image {
     /// there are ignored: a later record may have removed it, and replay must not fail.
     pub fn apply(&mut self, offset: u64, rec: &Record) {
         self.offset = self.offset.max(offset);
+        self.changed_at = self.changed_at.max(offset);
         match rec {
             Record::ClusterId { id } => {
                 if self.cluster_id.is_none() {
