@@ -29,91 +29,14 @@ pub struct Settings {
     pub client_id: String,
 }
 
-/// Parses Java `.properties` text: `key=value`, `key: value` or `key value`; `#` and `!`
-/// comments; a trailing backslash continues the line; `\t \n \r \\ \uXXXX` escapes.
-pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let mut logical = String::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        let trimmed = line.trim_start();
-        if logical.is_empty() && (trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with('!')) {
-            continue;
-        }
-        logical.push_str(trimmed);
-        // An odd number of trailing backslashes continues onto the next line.
-        let trailing = logical.chars().rev().take_while(|c| *c == '\\').count();
-        if trailing % 2 == 1 {
-            logical.pop();
-            if lines.clone().next().is_some() {
-                continue;
-            }
-        }
-        let (k, v) = split_entry(&logical);
-        out.insert(unescape(&k), unescape(&v));
-        logical.clear();
-    }
-    out
-}
-
-/// Splits at the first unescaped `=`, `:` or whitespace.
-fn split_entry(line: &str) -> (String, String) {
-    let chars: Vec<char> = line.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        match chars[i] {
-            '\\' => i += 2,
-            '=' | ':' | ' ' | '\t' => break,
-            _ => i += 1,
-        }
-    }
-    let key: String = chars[..i.min(chars.len())].iter().collect();
-    let mut j = i;
-    while j < chars.len() && (chars[j] == ' ' || chars[j] == '\t') {
-        j += 1;
-    }
-    if j < chars.len() && (chars[j] == '=' || chars[j] == ':') {
-        j += 1;
-    }
-    while j < chars.len() && (chars[j] == ' ' || chars[j] == '\t') {
-        j += 1;
-    }
-    (key, chars[j.min(chars.len())..].iter().collect())
-}
-
-fn unescape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut it = s.chars();
-    while let Some(c) = it.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match it.next() {
-            Some('t') => out.push('\t'),
-            Some('n') => out.push('\n'),
-            Some('r') => out.push('\r'),
-            Some('u') => {
-                let hex: String = it.by_ref().take(4).collect();
-                match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
-                    Some(ch) => out.push(ch),
-                    None => out.push_str(&hex),
-                }
-            }
-            Some(other) => out.push(other),
-            None => {}
-        }
-    }
-    out
-}
-
 /// The settings from `--config` and `-X` (which wins), with `-b` over `bootstrap.servers`
 /// unless `-b` was left at its default.
 pub fn settings(common: &Common) -> Result<Settings, CliError> {
     let mut kv = BTreeMap::new();
     if let Some(p) = &common.config {
         let text = std::fs::read_to_string(p).map_err(|e| CliError::Usage(format!("--config {}: {e}", p.display())))?;
-        kv.extend(parse_properties(&text));
+        let pairs = crate::config::properties::parse(&text).map_err(|e| CliError::Usage(format!("--config {}: {e}", p.display())))?;
+        kv.extend(pairs);
     }
     for x in &common.client_set {
         let (k, v) = x.split_once('=').ok_or_else(|| CliError::Usage(format!("-X wants KEY=VALUE, got '{x}'")))?;
@@ -216,7 +139,7 @@ mod tests {
         let text = "# a comment\n! another\nbootstrap.servers=h:1,h:2\nsecurity.protocol : SASL_SSL\nsasl.mechanism SCRAM-SHA-512\n\
                     sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n    username=\"admin\" \\\n    password=\"a=b\";\n\
                     path=C\\:\\\\dir\\tx\nuni=\\u0041\n";
-        let p = parse_properties(text);
+        let p: BTreeMap<String, String> = crate::config::properties::parse(text).unwrap().into_iter().collect();
         assert_eq!(p["bootstrap.servers"], "h:1,h:2");
         assert_eq!(p["security.protocol"], "SASL_SSL");
         assert_eq!(p["sasl.mechanism"], "SCRAM-SHA-512");
