@@ -79,11 +79,16 @@ pub struct Listener {
 impl Listener {
     /// `host:port`, with brackets around an IPv6 literal.
     pub fn address(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
+        host_port(&self.host, self.port)
+    }
+}
+
+/// `host:port`, with brackets around an IPv6 literal.
+fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
     }
 }
 
@@ -99,11 +104,7 @@ pub struct Voter {
 impl Voter {
     /// `host:port`, with brackets around an IPv6 literal.
     pub fn address(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
+        host_port(&self.host, self.port)
     }
 }
 
