@@ -18,7 +18,7 @@ use kafka_protocol::protocol::{Decodable, StrBytes};
 use serde_json::{json, Value};
 
 use super::client::Client;
-use super::output::{json_line, table};
+use super::output::{json_line, report_deleted, table};
 use super::{offsets, props, CliError, Common};
 
 /// `sluice group ...`.
@@ -381,28 +381,15 @@ pub async fn run(a: GroupArgs) -> Result<i32, CliError> {
             }
         }
         GroupCmd::Delete { groups } => {
-            let mut failed = None;
             let mut results = Vec::new();
             for g in &groups {
                 let node = client.coordinator(g, 0).await?;
                 let (r, _) = client.send_to(node, &DeleteGroupsRequest::default().with_groups_names(vec![GroupId(s(g))]), 2).await?;
                 for x in r.results {
-                    let e = CliError::check(x.error_code, || format!("delete group {g}"), None).err();
-                    results.push(json!({"group": g, "error": e.as_ref().and_then(|e| e.code()).map(crate::error::code_name)}));
-                    match &e {
-                        None if !json => println!("deleted group {g}"),
-                        Some(e) if !json => eprintln!("{e}"),
-                        _ => {}
-                    }
-                    failed = failed.or(e);
+                    results.push((g.clone(), CliError::check(x.error_code, || format!("delete group {g}"), None).err()));
                 }
             }
-            if json {
-                json_line(&Value::Array(results));
-            }
-            if let Some(e) = failed {
-                return Err(e);
-            }
+            report_deleted("group", results, json)?;
         }
     }
     Ok(0)

@@ -55,3 +55,23 @@ mod tests {
         assert_eq!(lines[1].find('1'), lines[0].find("PARTITIONS"), "{t}");
     }
 }
+
+/// Reports what a delete did to each `kind` (topic, group): a line each for people, or
+/// one JSON array with each one's error name; the first error becomes the exit code.
+pub fn report_deleted(kind: &str, results: Vec<(String, Option<super::CliError>)>, json: bool) -> Result<(), super::CliError> {
+    let mut failed = None;
+    let mut out = Vec::new();
+    for (name, e) in results {
+        out.push(serde_json::json!({ kind: name, "error": e.as_ref().and_then(|e| e.code()).map(crate::error::code_name) }));
+        match &e {
+            None if !json => println!("deleted {kind} {name}"),
+            Some(e) if !json => eprintln!("{e}"),
+            _ => {}
+        }
+        failed = failed.or(e);
+    }
+    if json {
+        json_line(&Value::Array(out));
+    }
+    failed.map_or(Ok(()), Err)
+}

@@ -11,7 +11,7 @@ use kafka_protocol::protocol::StrBytes;
 use serde_json::{json, Value};
 
 use super::client::Client;
-use super::output::{ids, json_line, table};
+use super::output::{ids, json_line, report_deleted, table};
 use super::{offsets, props, CliError, Common};
 
 /// DescribeConfigs' resource type of a topic.
@@ -152,25 +152,16 @@ pub async fn run(a: TopicArgs) -> Result<i32, CliError> {
                 req = req.with_topic_names(names.iter().map(|n| TopicName(s(n))).collect());
             }
             let (r, _) = send_controller_bound(&mut client, &req, 6).await?;
-            let mut failed = None;
-            let mut results = Vec::new();
-            for t in &r.responses {
-                let n = t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default();
-                let e = CliError::check(t.error_code, || format!("delete topic {n}"), t.error_message.as_deref()).err();
-                results.push(json!({"topic": n, "error": e.as_ref().map(|e| crate::error::code_name(e.code().unwrap_or(-1)))}));
-                match &e {
-                    None if !json => println!("deleted topic {n}"),
-                    Some(e) if !json => eprintln!("{e}"),
-                    _ => {}
-                }
-                failed = failed.or(e);
-            }
-            if json {
-                json_line(&Value::Array(results));
-            }
-            if let Some(e) = failed {
-                return Err(e);
-            }
+            let results = r
+                .responses
+                .iter()
+                .map(|t| {
+                    let n = t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default();
+                    let e = CliError::check(t.error_code, || format!("delete topic {n}"), t.error_message.as_deref()).err();
+                    (n, e)
+                })
+                .collect();
+            report_deleted("topic", results, json)?;
         }
         TopicCmd::AlterConfig { name, set, delete } => {
             let mut configs = Vec::new();
