@@ -40,5 +40,5 @@ fi
 SLUICE_BIN="${SLUICE_BIN:-$root/target/release/sluice}" docker/build "${SLUICE_IMAGE:-sluice:dev}" || exit 1
 venv="$root/compat-tests/.venv"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv" || exit 1
-"$venv/bin/pip" install -q -r compat-tests/python/requirements.txt || exit 1
+"$venv/bin/pip" install -q -r compat-tests/python/requirements.txt -r compat-tests/docker/requirements.txt || exit 1
 "$venv/bin/python" -m pytest -q -p no:cacheprovider -s --timeout 600 compat-tests/docker

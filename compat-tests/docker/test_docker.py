@@ -124,6 +124,31 @@ def test_single_node_produce_and_consume_from_the_host(single):
     print(f"\nidle memory after the round trip (docker stats): {mem}")
 
 
+def test_the_readme_testcontainers_python_snippet_waits_for_a_ready_broker():
+    """The README's snippet, on a free port instead of 9092 (other suites may hold 9092).
+    Ryuk, Testcontainers' reaper, is an image that cannot be pulled here; the test removes
+    its container itself."""
+    os.environ["TESTCONTAINERS_RYUK_DISABLED"] = "true"
+    from testcontainers.core.container import DockerContainer
+    from testcontainers.core.wait_strategies import HealthcheckWaitStrategy, LogMessageWaitStrategy
+
+    for wait in (LogMessageWaitStrategy("sluice ready"), HealthcheckWaitStrategy()):
+        port = free_port()
+        kafka = (
+            DockerContainer(IMAGE)
+            .with_env("KAFKA_ADVERTISED_LISTENERS", f"PLAINTEXT://localhost:{port}")
+            .with_bind_ports(port, port)
+            .waiting_for(wait)
+        )
+        kafka.start()
+        try:
+            # Ready means ready: the first request after start() is answered.
+            assert answers(port), f"{type(wait).__name__}: start() returned before the broker answered"
+            assert round_trip(f"localhost:{port}", f"tc-{type(wait).__name__}", n=10) == [f"v{i}" for i in range(10)]
+        finally:
+            kafka.stop()
+
+
 def test_unknown_key_is_a_clear_error():
     r = sh("docker", "run", "--rm", "-e", "KAFKA_NO_SUCH_KEY=1", IMAGE, check=False, timeout=60)
     assert r.returncode != 0
