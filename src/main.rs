@@ -372,16 +372,17 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
 
     // The controller quorum member, if this node votes (alone, with no voters configured).
     let controller = if is_controller {
-        let ids: Vec<u64> = if voters.is_empty() { vec![node_id as u64] } else { voters.keys().map(|v| *v as u64).collect() };
+        let raft_id = sluice::controller::quorum::raft_id;
+        let ids: Vec<u64> = if voters.is_empty() { vec![raft_id(node_id)] } else { voters.keys().map(|v| raft_id(*v)).collect() };
         let timing = sluice::controller::quorum::Timing { election_ticks: 10, heartbeat_ticks: 2 };
         let metadata_dir = data_dir.join("__cluster_metadata-0");
-        let node = sluice::controller::quorum::QuorumNode::open(&metadata_dir, node_id as u64, &ids, timing)
+        let node = sluice::controller::quorum::QuorumNode::open(&metadata_dir, raft_id(node_id), &ids, timing)
             .with_context(|| format!("opening the metadata log in {}", metadata_dir.display()))?;
         let mut peers = HashMap::new();
         for (id, addr) in &voters {
             if *id != node_id {
                 peers.insert(
-                    *id as u64,
+                    raft_id(*id),
                     sluice::controller::net::peer_sender(addr.address(), links.controller.clone(), links.controller_login.clone()),
                 );
             }

@@ -356,18 +356,19 @@ class Node:
 
 
 class Cluster:
-    """N combined nodes (ids 1..N), all voters unless `voters` names a subset."""
+    """N combined nodes (ids first_id..first_id+N-1, 1..N by default), all voters unless
+    `voters` names a subset."""
 
-    def __init__(self, base_dir, n=3, settings=None, voters=None):
+    def __init__(self, base_dir, n=3, settings=None, voters=None, first_id=1):
         self.base_dir = Path(base_dir)
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self.settings = dict(DEFAULT_CLUSTER_SETTINGS)
         self.settings.update({k: _value(v) for k, v in (settings or {}).items()})
         ports = free_ports(2 * n)
         self.nodes = {}
-        for i in range(1, n + 1):
+        for k, i in enumerate(range(first_id, first_id + n)):
             self.nodes[i] = Node(
-                node_id=i, port=ports[2 * (i - 1)], controller_port=ports[2 * (i - 1) + 1],
+                node_id=i, port=ports[2 * k], controller_port=ports[2 * k + 1],
                 data_dir=self.base_dir / f"node-{i}",
                 log_path=self.base_dir / f"node-{i}.log")
         voter_ids = sorted(voters) if voters else sorted(self.nodes)

@@ -147,7 +147,7 @@ impl Cluster {
     /// The active controller's id, if known.
     pub fn active_controller(&self) -> Option<i32> {
         match &self.controller {
-            Some(c) => c.quorum.status().leader.map(|l| l as i32),
+            Some(c) => c.quorum.status().leader_node(),
             None => self.image.load().brokers.values().find(|b| b.controller && !b.fenced).map(|b| b.id),
         }
     }
@@ -171,7 +171,7 @@ impl Cluster {
             } else {
                 let target = hint
                     .take()
-                    .or_else(|| self.controller.as_ref().and_then(|c| c.quorum.status().leader.map(|l| l as i32)))
+                    .or_else(|| self.controller.as_ref().and_then(|c| c.quorum.status().leader_node()))
                     .filter(|t| *t != self.node_id || self.controller.is_none())
                     .or_else(|| round_robin.next());
                 match target.and_then(|t| self.voters.get(&t)) {

@@ -74,6 +74,13 @@ pub struct Status {
     pub voters: Vec<u64>,
 }
 
+impl Status {
+    /// The leader's Kafka node id (`leader` is its raft id).
+    pub fn leader_node(&self) -> Option<i32> {
+        self.leader.map(super::quorum::node_id)
+    }
+}
+
 /// A handle on the running quorum member.
 pub struct Quorum {
     pub node_id: u64,
@@ -168,7 +175,7 @@ impl Quorum {
                 if out.leader_changed {
                     tracing::info!(leader = node.leader().unwrap_or(0), term = node.term(), "metadata quorum leader changed");
                     if let Some(leader) = node.leader() {
-                        events.controller_changed(leader as i32, node.term(), crate::clock::now_ms());
+                        events.controller_changed(super::quorum::node_id(leader), node.term(), crate::clock::now_ms());
                     }
                     if node.leader().is_some() && node.leader() != seen_leader {
                         seen_leader = node.leader();
@@ -280,10 +287,10 @@ impl Quorum {
         let st = self.status();
         let progress: HashMap<u64, u64> = st.progress.iter().copied().collect();
         QuorumInfo {
-            leader: st.leader.map_or(-1, |l| l as i32),
+            leader: st.leader.map_or(-1, super::quorum::node_id),
             term: st.term,
             high_watermark: st.commit,
-            voters: st.voters.iter().map(|v| (*v as i32, progress.get(v).copied().unwrap_or(0))).collect(),
+            voters: st.voters.iter().map(|v| (super::quorum::node_id(*v), progress.get(v).copied().unwrap_or(0))).collect(),
         }
     }
 }

@@ -106,7 +106,7 @@ impl Controller {
     }
 
     fn not_controller(&self) -> Response {
-        Response::NotController { leader: self.quorum.status().leader.map(|l| l as i32) }
+        Response::NotController { leader: self.quorum.status().leader_node() }
     }
 
     /// Answers one request; only the leader decides, others point at it.

@@ -49,6 +49,29 @@ const SNAPSHOT_EVERY: u64 = 4096;
 /// restart of a broker leading 10 000 partitions) stays quick to replay.
 const SNAPSHOT_BYTES: u64 = 20 << 20;
 
+/// Raft reserves id 0 (`raft::INVALID_ID`, "no leader"), while Kafka's node ids start at 0,
+/// so node 0 votes under this id. Every other node keeps its own number, which leaves the
+/// logs of clusters formed before unchanged.
+const NODE_ZERO: u64 = 1 << 32;
+
+/// The raft id of Kafka node `node` (node ids are never negative).
+pub fn raft_id(node: i32) -> u64 {
+    if node == 0 {
+        NODE_ZERO
+    } else {
+        node as u64
+    }
+}
+
+/// The Kafka node id of raft id `id`.
+pub fn node_id(id: u64) -> i32 {
+    if id == NODE_ZERO {
+        0
+    } else {
+        id as i32
+    }
+}
+
 /// A quorum member.
 pub struct QuorumNode {
     pub id: u64,

@@ -22,7 +22,7 @@ pub(super) async fn cluster(State(ctx): State<Ctx>) -> Json<Value> {
         Some(c) => {
             let st = c.quorum.status();
             json!({
-                "leader_id": st.leader.map(|l| l as i32),
+                "leader_id": st.leader_node(),
                 "leader_epoch": st.term,
                 "high_watermark": st.commit,
                 "voters": if voters.is_empty() { vec![b.identity.node_id] } else { voters },
