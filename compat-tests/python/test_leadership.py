@@ -99,3 +99,22 @@ def test_group_coordinator_moves_with_its_offsets_partition(start_cluster):
     probe.close()
     assert new_coord != coordinator and new_coord in survivors, (coordinator, new_coord)
     assert got == committed
+
+
+def test_elect_leaders_answers_every_requested_partition(broker):
+    """Kafka answers each partition asked for, ELECTION_NOT_NEEDED where the preferred
+    replica already leads (or, unclean, where there is a leader); asked for every
+    partition, it leaves those out."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    a = AdminClient({"bootstrap.servers": broker.bootstrap})
+    a.create_topics([NewTopic("elect-all", 3, 1)])["elect-all"].result(15)
+    tps = [TopicPartition("elect-all", p) for p in range(3)]
+    wait_until(lambda: all(p.leader >= 0 for p in a.list_topics("elect-all", timeout=5).topics["elect-all"].partitions.values()),
+               10, what="leaders for elect-all")
+    for kind in (ElectionType.PREFERRED, ElectionType.UNCLEAN):
+        res = a.elect_leaders(kind, tps).result(timeout=15)
+        assert sorted((tp.topic, tp.partition) for tp in res) == [("elect-all", p) for p in range(3)], f"{kind}: {res}"
+        for tp, err in res.items():
+            assert err is not None and "ELECTION_NOT_NEEDED" in str(err), f"{kind} {tp}: {err}"
+    every = a.elect_leaders(ElectionType.PREFERRED, None).result(timeout=15)
+    assert not any(tp.topic == "elect-all" for tp in every), f"asked for all, it reported {every}"

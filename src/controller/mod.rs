@@ -294,11 +294,11 @@ impl Controller {
         let (recs, results) = {
             let img = self.image();
             let live = |b: i32| img.is_live(b);
+            let all = which.is_none();
             let targets: Vec<(String, i32)> = match which {
                 Some(v) => v,
                 None => img.topics.values().flat_map(|t| (0..t.partitions.len() as i32).map(move |i| (t.name.clone(), i))).collect(),
             };
-            let all = targets.len() > 1 && preferred;
             let mut recs = Vec::new();
             let mut results = Vec::new();
             for (name, i) in targets {
@@ -320,8 +320,9 @@ impl Controller {
                         recs.push(Record::PartitionChange { topic_id: t.id, index: i, state: c.state, unclean: c.unclean, reason });
                         Ok(())
                     });
-                // Asked for everything, Kafka reports only what it elected.
-                if !(all && r.is_err()) {
+                // Asked for every partition, Kafka leaves out those that needed no
+                // election; asked for some, it answers each one.
+                if !(all && matches!(r, Err(Error::ElectionNotNeeded))) {
                     results.push((name, i, r));
                 }
             }
