@@ -128,10 +128,14 @@ pub async fn handle(ctx: &Ctx<'_>, req: MetadataRequest) -> MetadataResponse {
             .map(|t| topic_entry(broker, t, &ctx.listener, ctx.version))
             .collect()
     } else {
-        req.topics
-            .unwrap_or_default()
+        let wanted = req.topics.unwrap_or_default();
+        // A request that names any topic by id (v12+) is answered by id alone, as Kafka does:
+        // the Java client sends ids with its default name "", which is no topic's name.
+        let by_id = wanted.iter().any(|t| !t.topic_id.is_nil());
+        wanted
             .into_iter()
-            .map(|rt| match rt.name {
+            .filter(|rt| !by_id || !rt.topic_id.is_nil())
+            .map(|rt| match rt.name.filter(|_| !by_id) {
                 Some(name) => named_topic(ctx, name.0.to_string(), allow_auto),
                 None => match broker.topic_by_id(rt.topic_id) {
                     Some(t) if !ctx.topic_allowed(Operation::Describe, &t.record.name) => {

@@ -119,7 +119,8 @@ fn resolve(m: &Member, topics: &Topics) -> Result<BTreeSet<Uuid>> {
     let mut out: BTreeSet<Uuid> = m.subscribed_names.iter().filter_map(|n| topics.get(n).map(|t| t.0)).collect();
     if let Some(re) = &m.subscribed_regex {
         let re = regex::Regex::new(&format!("^(?:{re})$")).map_err(|e| Error::InvalidRegularExpression(e.to_string()))?;
-        out.extend(topics.iter().filter(|(n, _)| !n.starts_with("__") && re.is_match(n)).map(|(_, t)| t.0));
+        // Against every topic name, internal ones included, as Kafka's coordinator does.
+        out.extend(topics.iter().filter(|(n, _)| re.is_match(n)).map(|(_, t)| t.0));
     }
     Ok(out)
 }

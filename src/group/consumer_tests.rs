@@ -102,3 +102,15 @@ fn regex_subscription_follows_new_topics() {
     let r = g.heartbeat(beat("a", r.epoch, None), &ts, &cfg, 10).unwrap();
     assert_eq!(r.assignment.unwrap().len(), 3);
 }
+
+#[test]
+fn regex_subscription_matches_internal_topics_too() {
+    let cfg = ConsumerConfig::default();
+    let mut g = ConsumerGroup::new("g");
+    let mut hb = join("a");
+    hb.subscribed_names = None;
+    hb.subscribed_regex = Some("__consumer_.*|orders".into());
+    let ts = Topics::from([("__consumer_offsets".to_string(), (Uuid::from_u128(1), 3)), ("orders".to_string(), (Uuid::from_u128(2), 1))]);
+    let r = g.heartbeat(hb, &ts, &cfg, 0).unwrap();
+    assert_eq!(r.assignment.unwrap().len(), 4);
+}
