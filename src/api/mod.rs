@@ -8,6 +8,7 @@ mod authz;
 mod configs;
 mod consumer_groups;
 mod coordinator;
+mod describe_topic_partitions;
 mod fetch;
 mod groups;
 mod leaders;
@@ -222,6 +223,7 @@ apis! {
     RenewDelegationToken: RenewDelegationTokenRequest => tokens::renew [1, 2] always;
     ExpireDelegationToken: ExpireDelegationTokenRequest => tokens::expire [1, 2] always;
     DescribeDelegationToken: DescribeDelegationTokenRequest => tokens::describe [1, 3] always;
+    DescribeTopicPartitions: DescribeTopicPartitionsRequest => describe_topic_partitions::handle [0, 0] always;
 }
 
 /// The versions of `key` this broker serves.
