@@ -13,6 +13,8 @@ pub enum Error {
     UnknownTopicOrPartition,
     #[error("unknown topic id")]
     UnknownTopicId,
+    #[error("this node is not the cluster or node the client expected: rebootstrap")]
+    RebootstrapRequired,
     #[error("batch of {size} bytes is larger than max.message.bytes {max}")]
     MessageTooLarge { size: usize, max: usize },
     #[error("invalid topic: {0}")]
@@ -204,6 +206,7 @@ impl Error {
             CorruptMessage(_) => ResponseError::CorruptMessage,
             UnknownTopicOrPartition => ResponseError::UnknownTopicOrPartition,
             UnknownTopicId => ResponseError::UnknownTopicId,
+            RebootstrapRequired => ResponseError::RebootstrapRequired,
             MessageTooLarge { .. } => ResponseError::MessageTooLarge,
             InvalidTopic(_) => ResponseError::InvalidTopicException,
             TopicAlreadyExists(_) => ResponseError::TopicAlreadyExists,

@@ -88,7 +88,7 @@ fn api_versions(s: &mut TcpStream, version: i16) -> ApiVersionsResponse {
     let mut b = Bytes::from(read_frame(s).expect("an answer"));
     let header = ResponseHeader::decode(&mut b, 0).unwrap();
     assert_eq!(header.correlation_id, 42);
-    ApiVersionsResponse::decode(&mut b, if version > 4 { 0 } else { version }).unwrap()
+    ApiVersionsResponse::decode(&mut b, if version > 5 { 0 } else { version }).unwrap()
 }
 
 #[test]
@@ -105,6 +105,19 @@ fn api_versions_lists_only_built_apis() {
     let token_versions: Vec<(i16, i16, i16)> =
         r.api_keys.iter().filter(|k| (38..=41).contains(&k.api_key)).map(|k| (k.api_key, k.min_version, k.max_version)).collect();
     assert_eq!(token_versions, [(38, 1, 3), (39, 1, 2), (40, 1, 2), (41, 1, 3)], "Kafka 4.4's delegation token versions");
+    // Issue 19's protocol-4.4 part: the newest versions of these, and DescribeTopicPartitions.
+    let mut newest: Vec<(i16, i16, i16)> = r
+        .api_keys
+        .iter()
+        .filter(|k| [2, 8, 9, 18, 27, 28, 42, 75].contains(&k.api_key))
+        .map(|k| (k.api_key, k.min_version, k.max_version))
+        .collect();
+    newest.sort();
+    assert_eq!(
+        newest,
+        [(2, 1, 11), (8, 2, 10), (9, 1, 10), (18, 0, 5), (27, 1, 2), (28, 0, 6), (42, 0, 3), (75, 0, 0)],
+        "Kafka 4.4's versions"
+    );
     assert!(!keys.contains(&76), "share groups (api key 76) are not built yet, so they must not be advertised");
 }
 

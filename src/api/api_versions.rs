@@ -6,6 +6,7 @@ use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 use kafka_protocol::protocol::Encodable;
 
 use super::{sb, Ctx, SUPPORTED};
+use crate::error::Error;
 
 const UNSUPPORTED_VERSION: i16 = 35;
 
@@ -19,8 +20,24 @@ fn api_list() -> Vec<ApiVersion> {
 /// Feature levels this broker supports and has finalized: transactions v2 (KIP-890).
 const TRANSACTION_VERSION: i16 = 2;
 
-pub async fn handle(ctx: &Ctx<'_>, _req: ApiVersionsRequest) -> ApiVersionsResponse {
+/// v5 (KIP-1242): a client that knows which cluster and node it means to reach sends both;
+/// a node of another cluster, or another node id at that address, answers
+/// REBOOTSTRAP_REQUIRED (still with its API list, as every ApiVersions error does) so the
+/// client drops its stale metadata. A request that leaves either out is not checked.
+fn rebootstrap_needed(ctx: &Ctx<'_>, req: &ApiVersionsRequest) -> bool {
+    match (&req.cluster_id, req.node_id) {
+        (Some(cluster), node) if ctx.version >= 5 && node >= 0 => {
+            **cluster != *ctx.broker.cluster_id || node != ctx.broker.identity.node_id
+        }
+        _ => false,
+    }
+}
+
+pub async fn handle(ctx: &Ctx<'_>, req: ApiVersionsRequest) -> ApiVersionsResponse {
     let resp = ApiVersionsResponse::default().with_error_code(0).with_api_keys(api_list());
+    if rebootstrap_needed(ctx, &req) {
+        return resp.with_error_code(Error::RebootstrapRequired.code());
+    }
     if ctx.version < 3 {
         return resp;
     }

@@ -224,7 +224,12 @@ pub async fn delete_groups(ctx: &Ctx<'_>, req: DeleteGroupsRequest) -> DeleteGro
                 .check_group(Operation::Delete, &gid.0)
                 .and_then(|()| ctx.broker.groups.check_coordinator(&**ctx.broker, &gid.0))
                 .and_then(|_| ctx.broker.groups.delete_group(&**ctx.broker, &gid.0));
-            delete_groups_response::DeletableGroupResult::default().with_group_id(gid).with_error_code(r.err().map_or(0, |e| e.code()))
+            // v3 adds the cause of a failure next to its code.
+            let message = r.as_ref().err().filter(|_| ctx.version >= 3).map(|e| sb(e.message()));
+            delete_groups_response::DeletableGroupResult::default()
+                .with_group_id(gid)
+                .with_error_code(r.err().map_or(0, |e| e.code()))
+                .with_error_message(message)
         })
         .collect();
     DeleteGroupsResponse::default().with_results(results)

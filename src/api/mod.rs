@@ -8,6 +8,7 @@ mod authz;
 mod configs;
 mod consumer_groups;
 mod coordinator;
+mod describe_topic_partitions;
 mod fetch;
 mod groups;
 mod leaders;
@@ -172,10 +173,10 @@ macro_rules! apis {
 apis! {
     Produce: ProduceRequest => produce::handle [3, 13] maybe;
     Fetch: FetchRequest => fetch::handle [4, 18] always;
-    ListOffsets: ListOffsetsRequest => list_offsets::handle [1, 10] always;
+    ListOffsets: ListOffsetsRequest => list_offsets::handle [1, 11] always;
     Metadata: MetadataRequest => metadata::handle [0, 13] always;
-    OffsetCommit: OffsetCommitRequest => offsets::offset_commit [2, 9] always;
-    OffsetFetch: OffsetFetchRequest => offsets::offset_fetch [1, 9] always;
+    OffsetCommit: OffsetCommitRequest => offsets::offset_commit [2, 10] always;
+    OffsetFetch: OffsetFetchRequest => offsets::offset_fetch [1, 10] always;
     FindCoordinator: FindCoordinatorRequest => coordinator::find_coordinator [0, 6] always;
     JoinGroup: JoinGroupRequest => groups::join_group [0, 9] always;
     Heartbeat: HeartbeatRequest => groups::heartbeat [0, 4] always;
@@ -183,7 +184,7 @@ apis! {
     SyncGroup: SyncGroupRequest => groups::sync_group [0, 5] always;
     DescribeGroups: DescribeGroupsRequest => groups::describe_groups [0, 6] always;
     ListGroups: ListGroupsRequest => groups::list_groups [0, 5] always;
-    ApiVersions: ApiVersionsRequest => api_versions::handle [0, 4] always;
+    ApiVersions: ApiVersionsRequest => api_versions::handle [0, 5] always;
     CreateTopics: CreateTopicsRequest => admin::create_topics [2, 7] always;
     DeleteTopics: DeleteTopicsRequest => admin::delete_topics [1, 6] always;
     DeleteRecords: DeleteRecordsRequest => admin::delete_records [0, 2] always;
@@ -191,12 +192,12 @@ apis! {
     AddPartitionsToTxn: AddPartitionsToTxnRequest => txn::add_partitions [0, 5] always;
     AddOffsetsToTxn: AddOffsetsToTxnRequest => txn::add_offsets [0, 4] always;
     EndTxn: EndTxnRequest => txn::end_txn [0, 5] always;
-    WriteTxnMarkers: WriteTxnMarkersRequest => txn::write_txn_markers [1, 1] always;
-    TxnOffsetCommit: TxnOffsetCommitRequest => txn::txn_offset_commit [0, 5] always;
+    WriteTxnMarkers: WriteTxnMarkersRequest => txn::write_txn_markers [1, 2] always;
+    TxnOffsetCommit: TxnOffsetCommitRequest => txn::txn_offset_commit [0, 6] always;
     DescribeConfigs: DescribeConfigsRequest => configs::describe_configs [1, 4] always;
     AlterConfigs: AlterConfigsRequest => configs::alter_configs [0, 2] always;
     CreatePartitions: CreatePartitionsRequest => admin::create_partitions [0, 3] always;
-    DeleteGroups: DeleteGroupsRequest => groups::delete_groups [0, 2] always;
+    DeleteGroups: DeleteGroupsRequest => groups::delete_groups [0, 3] always;
     IncrementalAlterConfigs: IncrementalAlterConfigsRequest => configs::incremental_alter_configs [0, 1] always;
     OffsetDelete: OffsetDeleteRequest => offsets::offset_delete [0, 0] always;
     DescribeCluster: DescribeClusterRequest => metadata::describe_cluster [0, 2] always;
@@ -222,6 +223,7 @@ apis! {
     RenewDelegationToken: RenewDelegationTokenRequest => tokens::renew [1, 2] always;
     ExpireDelegationToken: ExpireDelegationTokenRequest => tokens::expire [1, 2] always;
     DescribeDelegationToken: DescribeDelegationTokenRequest => tokens::describe [1, 3] always;
+    DescribeTopicPartitions: DescribeTopicPartitionsRequest => describe_topic_partitions::handle [0, 0] always;
 }
 
 /// The versions of `key` this broker serves.

@@ -1,4 +1,11 @@
 //! OffsetCommit, OffsetFetch and OffsetDelete.
+//!
+//! Versions: OffsetCommit v10 and OffsetFetch v10 (KIP-848) name topics by id instead of
+//! by name, in the request and in the response. Offsets stay stored by topic name, as in
+//! Kafka: each id is resolved to its topic's name on arrival, and an id no topic has
+//! answers UNKNOWN_TOPIC_ID for every partition asked about under it. Answers carry the
+//! topic's id; a fetch of all of a group's offsets leaves out topics that no longer exist
+//! (they have no id to name them by), as Kafka's coordinator does.
 
 use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
 use kafka_protocol::messages::offset_delete_response::{OffsetDeleteResponsePartition, OffsetDeleteResponseTopic};
@@ -8,25 +15,52 @@ use kafka_protocol::messages::offset_fetch_response::{
 };
 use kafka_protocol::messages::*;
 
+use uuid::Uuid;
+
 use super::{sb, Ctx};
 use crate::auth::Operation;
 use crate::error::Error;
 use crate::group::{CommitItem, Committed};
 
+/// The name of the topic with id `id`, for the versions that name topics by id.
+pub(super) fn topic_name(ctx: &Ctx<'_>, id: Uuid) -> Option<String> {
+    ctx.broker.topic_by_id(id).map(|t| t.record.name.clone())
+}
+
+/// The id of topic `name`, or the nil id once it is gone.
+pub(super) fn topic_id(ctx: &Ctx<'_>, name: &str) -> Uuid {
+    ctx.broker.topic(name).map_or(Uuid::nil(), |t| t.record.id)
+}
+
 pub async fn offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> OffsetCommitResponse {
-    let items: Vec<CommitItem> = req
-        .topics
-        .iter()
-        .flat_map(|t| {
-            t.partitions.iter().map(move |p| CommitItem {
-                topic: t.name.0.to_string(),
-                partition: p.partition_index,
-                offset: p.committed_offset,
-                leader_epoch: p.committed_leader_epoch,
-                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
-            })
-        })
-        .collect();
+    let by_id = ctx.version >= 10;
+    let mut unknown_ids: Vec<OffsetCommitResponseTopic> = Vec::new();
+    let mut items: Vec<CommitItem> = Vec::new();
+    for t in &req.topics {
+        let name = if by_id {
+            match topic_name(ctx, t.topic_id) {
+                Some(n) => n,
+                None => {
+                    let parts = t.partitions.iter().map(|p| {
+                        OffsetCommitResponsePartition::default()
+                            .with_partition_index(p.partition_index)
+                            .with_error_code(Error::UnknownTopicId.code())
+                    });
+                    unknown_ids.push(OffsetCommitResponseTopic::default().with_topic_id(t.topic_id).with_partitions(parts.collect()));
+                    continue;
+                }
+            }
+        } else {
+            t.name.0.to_string()
+        };
+        items.extend(t.partitions.iter().map(|p| CommitItem {
+            topic: name.clone(),
+            partition: p.partition_index,
+            offset: p.committed_offset,
+            leader_epoch: p.committed_leader_epoch,
+            metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+        }));
+    }
     // Kafka: GROUP READ for the whole request, then TOPIC READ per topic.
     let (items, denied): (Vec<CommitItem>, Vec<CommitItem>) =
         items.into_iter().partition(|it| ctx.topic_allowed(Operation::Read, &it.topic));
@@ -58,9 +92,14 @@ pub async fn offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> OffsetCom
         let part = OffsetCommitResponsePartition::default().with_partition_index(it.partition).with_error_code(code);
         match topics.iter_mut().find(|t| *t.name.0 == *it.topic) {
             Some(t) => t.partitions.push(part),
-            None => topics.push(OffsetCommitResponseTopic::default().with_name(sb(it.topic).into()).with_partitions(vec![part])),
+            None => {
+                let id = if by_id { topic_id(ctx, &it.topic) } else { Uuid::nil() };
+                topics
+                    .push(OffsetCommitResponseTopic::default().with_name(sb(it.topic).into()).with_topic_id(id).with_partitions(vec![part]))
+            }
         }
     }
+    topics.extend(unknown_ids);
     OffsetCommitResponse::default().with_topics(topics)
 }
 
@@ -95,11 +134,38 @@ pub async fn offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> OffsetFetch
                 {
                     return OffsetFetchResponseGroup::default().with_group_id(g.group_id).with_error_code(e.code());
                 }
-                let wanted: Option<Vec<(String, Vec<i32>)>> =
-                    g.topics.map(|ts| ts.into_iter().map(|t| (t.name.0.to_string(), t.partition_indexes)).collect());
-                let topics = authorized_offsets(ctx, wanted.is_some(), groups.fetch_offsets(&g.group_id.0, wanted))
+                let by_id = v >= 10;
+                let mut unknown_ids: Vec<OffsetFetchResponseTopics> = Vec::new();
+                let wanted: Option<Vec<(String, Vec<i32>)>> = g.topics.map(|ts| {
+                    ts.into_iter()
+                        .filter_map(|t| {
+                            if !by_id {
+                                return Some((t.name.0.to_string(), t.partition_indexes));
+                            }
+                            let name = topic_name(ctx, t.topic_id);
+                            if name.is_none() {
+                                let parts = t.partition_indexes.iter().map(|p| {
+                                    OffsetFetchResponsePartitions::default()
+                                        .with_partition_index(*p)
+                                        .with_committed_offset(-1)
+                                        .with_metadata(Some(sb(String::new())))
+                                        .with_error_code(Error::UnknownTopicId.code())
+                                });
+                                unknown_ids
+                                    .push(OffsetFetchResponseTopics::default().with_topic_id(t.topic_id).with_partitions(parts.collect()));
+                            }
+                            name.map(|n| (n, t.partition_indexes))
+                        })
+                        .collect()
+                });
+                let found = authorized_offsets(ctx, wanted.is_some(), groups.fetch_offsets(&g.group_id.0, wanted));
+                let mut topics: Vec<OffsetFetchResponseTopics> = found
                     .into_iter()
-                    .map(|(t, ps)| {
+                    .filter_map(|(t, ps)| {
+                        let id = if by_id { topic_id(ctx, &t) } else { Uuid::nil() };
+                        (!by_id || !id.is_nil()).then_some((t, id, ps))
+                    })
+                    .map(|(t, id, ps)| {
                         let partitions = ps
                             .into_iter()
                             .map(|(p, c)| {
@@ -115,9 +181,10 @@ pub async fn offset_fetch(ctx: &Ctx<'_>, req: OffsetFetchRequest) -> OffsetFetch
                                     .with_error_code(err)
                             })
                             .collect();
-                        OffsetFetchResponseTopics::default().with_name(sb(t).into()).with_partitions(partitions)
+                        OffsetFetchResponseTopics::default().with_name(sb(t).into()).with_topic_id(id).with_partitions(partitions)
                     })
                     .collect();
+                topics.extend(unknown_ids);
                 let err = if g.group_id.0.is_empty() { Error::InvalidGroupId.code() } else { 0 };
                 OffsetFetchResponseGroup::default().with_group_id(g.group_id).with_topics(topics).with_error_code(err)
             })

@@ -148,6 +148,8 @@ pub async fn add_offsets(ctx: &Ctx<'_>, req: AddOffsetsToTxnRequest) -> AddOffse
 
 /// WriteTxnMarkers: a transaction coordinator on another broker ends a transaction on
 /// partitions this broker leads.
+/// WriteTxnMarkers. v2 (KIP-1228) adds each marker's transaction version: a TV2 marker is
+/// checked strictly against the producer's epoch at the partition (`Partition::write_marker`).
 pub async fn write_txn_markers(ctx: &Ctx<'_>, req: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse {
     let broker = &**ctx.broker;
     // Kafka: only brokers (CLUSTER_ACTION) write markers.
@@ -161,8 +163,8 @@ pub async fn write_txn_markers(ctx: &Ctx<'_>, req: WriteTxnMarkersRequest) -> Wr
                 let r = match &allowed {
                     Err(e) => Err(e.clone()),
                     Ok(()) => {
-                        crate::txn::markers::write_local(broker, &t.name.0, p, m.producer_id.0, m.producer_epoch, m.transaction_result)
-                            .await
+                        let (pid, epoch, commit, tv) = (m.producer_id.0, m.producer_epoch, m.transaction_result, m.transaction_version);
+                        crate::txn::markers::write_local(broker, &t.name.0, p, pid, epoch, commit, tv).await
                     }
                 };
                 partitions.push(WritableTxnMarkerPartitionResult::default().with_partition_index(p).with_error_code(code(r, true)));
@@ -198,20 +200,38 @@ pub async fn end_txn(ctx: &Ctx<'_>, req: EndTxnRequest) -> EndTxnResponse {
     }
 }
 
+/// TxnOffsetCommit. v6 (KIP-1319) names topics by id, in the request and the response: ids
+/// are resolved to names on arrival (offsets are stored by name), an id no topic has
+/// answers UNKNOWN_TOPIC_ID for its partitions, and answers carry the topic's id.
 pub async fn txn_offset_commit(ctx: &Ctx<'_>, req: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse {
-    let items: Vec<CommitItem> = req
-        .topics
-        .iter()
-        .flat_map(|t| {
-            t.partitions.iter().map(move |p| CommitItem {
-                topic: t.name.0.to_string(),
-                partition: p.partition_index,
-                offset: p.committed_offset,
-                leader_epoch: p.committed_leader_epoch,
-                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
-            })
-        })
-        .collect();
+    let by_id = ctx.version >= 6;
+    let mut unknown_ids: Vec<TxnOffsetCommitResponseTopic> = Vec::new();
+    let mut items: Vec<CommitItem> = Vec::new();
+    for t in &req.topics {
+        let name = if by_id {
+            match super::offsets::topic_name(ctx, t.topic_id) {
+                Some(n) => n,
+                None => {
+                    let parts = t.partitions.iter().map(|p| {
+                        TxnOffsetCommitResponsePartition::default()
+                            .with_partition_index(p.partition_index)
+                            .with_error_code(Error::UnknownTopicId.code())
+                    });
+                    unknown_ids.push(TxnOffsetCommitResponseTopic::default().with_topic_id(t.topic_id).with_partitions(parts.collect()));
+                    continue;
+                }
+            }
+        } else {
+            t.name.0.to_string()
+        };
+        items.extend(t.partitions.iter().map(|p| CommitItem {
+            topic: name.clone(),
+            partition: p.partition_index,
+            offset: p.committed_offset,
+            leader_epoch: p.committed_leader_epoch,
+            metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+        }));
+    }
     let generation = if ctx.version >= 3 { req.generation_id } else { -1 };
     // Kafka: WRITE on the transactional id, READ on the group, then READ per topic.
     let allowed =
@@ -237,7 +257,7 @@ pub async fn txn_offset_commit(ctx: &Ctx<'_>, req: TxnOffsetCommitRequest) -> Tx
                 .topics
                 .iter()
                 .map(|t| {
-                    TxnOffsetCommitResponseTopic::default().with_name(t.name.clone()).with_partitions(
+                    TxnOffsetCommitResponseTopic::default().with_name(t.name.clone()).with_topic_id(t.topic_id).with_partitions(
                         t.partitions
                             .iter()
                             .map(|p| TxnOffsetCommitResponsePartition::default().with_partition_index(p.partition_index).with_error_code(c))
@@ -278,9 +298,15 @@ pub async fn txn_offset_commit(ctx: &Ctx<'_>, req: TxnOffsetCommitRequest) -> Tx
         let part = TxnOffsetCommitResponsePartition::default().with_partition_index(it.partition).with_error_code(c);
         match topics.iter_mut().find(|t| *t.name.0 == *it.topic) {
             Some(t) => t.partitions.push(part),
-            None => topics.push(TxnOffsetCommitResponseTopic::default().with_name(sb(it.topic).into()).with_partitions(vec![part])),
+            None => {
+                let id = if by_id { super::offsets::topic_id(ctx, &it.topic) } else { uuid::Uuid::nil() };
+                topics.push(
+                    TxnOffsetCommitResponseTopic::default().with_name(sb(it.topic).into()).with_topic_id(id).with_partitions(vec![part]),
+                )
+            }
         }
     }
+    topics.extend(unknown_ids);
     TxnOffsetCommitResponse::default().with_topics(topics)
 }
 

@@ -242,6 +242,7 @@ pub static KEYS: &[KeyDef] = &[
     key!("auto.create.topics.enable", Some("true"), Boolean, broker, false, "Create unknown topics on Metadata or Produce."),
     key!("delete.topic.enable", Some("true"), Boolean, broker, false, "Allow DeleteTopics."),
     key!("socket.request.max.bytes", Some("104857600"), Int, broker, false, "Largest request frame accepted."),
+    key!("max.request.partition.size.limit", Some("2000"), Int, broker, false, "Most partitions in one DescribeTopicPartitions answer."),
     key!(
         "max.connections",
         Some("2147483647"),

@@ -35,6 +35,8 @@ pub struct Settings {
     pub auto_create_topics_enable: bool,
     pub delete_topic_enable: bool,
     pub socket_request_max_bytes: usize,
+    /// The most partitions one DescribeTopicPartitions answer holds (KIP-966).
+    pub max_request_partition_size_limit: i32,
     pub broker_session_timeout_ms: i64,
     /// 0: the active controller writes no no-op batches.
     pub metadata_max_idle_interval_ms: i64,
@@ -137,6 +139,7 @@ impl Settings {
             auto_create_topics_enable: boolean("auto.create.topics.enable")?,
             delete_topic_enable: boolean("delete.topic.enable")?,
             socket_request_max_bytes: int("socket.request.max.bytes")?.clamp(0, i32::MAX as i64) as usize,
+            max_request_partition_size_limit: positive_i32("max.request.partition.size.limit")?,
             broker_session_timeout_ms: int("broker.session.timeout.ms")?,
             metadata_max_idle_interval_ms: int("metadata.max.idle.interval.ms")?.max(0),
             auto_leader_rebalance_enable: boolean("auto.leader.rebalance.enable")?,

@@ -399,12 +399,23 @@ impl Partition {
     }
 
     /// Writes a transaction marker for `pid` and ends its transaction here.
-    pub fn write_marker(&self, pid: i64, epoch: i16, commit: bool, now_ms: i64) -> Result<i64> {
+    /// `transaction_version` is the marker's, as WriteTxnMarkers v2 declares it (0 before).
+    pub fn write_marker(&self, pid: i64, epoch: i16, commit: bool, transaction_version: i8, now_ms: i64) -> Result<i64> {
         let mut st = self.state.lock();
         st.replicas.check_leader()?;
-        if st.producers.producers.get(&pid).is_some_and(|e| e.epoch > epoch) {
-            // A zombie coordinator's marker, from before the producer was fenced.
-            return Err(Error::InvalidProducerEpoch { got: epoch, current: st.producers.producers[&pid].epoch });
+        if let Some(e) = st.producers.producers.get(&pid) {
+            // A zombie coordinator's marker, from before the producer was fenced. A TV2
+            // coordinator bumps the epoch before it writes markers (KIP-1228), so a TV2
+            // marker must be newer than the producer's epoch, unless it is the retry of one
+            // already written (same epoch, and no transaction open any more).
+            let stale = if transaction_version >= 2 {
+                epoch < e.epoch || (epoch == e.epoch && e.txn_first_offset.is_some())
+            } else {
+                epoch < e.epoch
+            };
+            if stale {
+                return Err(Error::InvalidProducerEpoch { got: epoch, current: e.epoch });
+            }
         }
         let base_offset = st.log.log_end_offset();
         let mut bytes = control::build(pid, epoch, commit, 0, now_ms);

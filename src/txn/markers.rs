@@ -19,10 +19,10 @@ const WRITE_TXN_MARKERS_VERSION: i16 = 1;
 /// Writes one marker on a partition this broker leads, and waits for the ISR to have
 /// it (Kafka appends markers with acks=all). Group offsets waiting on the transaction
 /// become visible or are dropped here, on the group's coordinator.
-pub async fn write_local(host: &dyn TxnHost, topic: &str, partition: i32, pid: i64, epoch: i16, commit: bool) -> Result<()> {
+pub async fn write_local(host: &dyn TxnHost, topic: &str, partition: i32, pid: i64, epoch: i16, commit: bool, tv: i8) -> Result<()> {
     let t = host.replicas().topic(topic).ok_or(Error::UnknownTopicOrPartition)?;
     let p = t.get(partition)?.clone();
-    let offset = p.write_marker(pid, epoch, commit, now_ms())?;
+    let offset = p.write_marker(pid, epoch, commit, tv, now_ms())?;
     if topic == crate::metadata::names::OFFSETS_TOPIC {
         host.offsets_marker_written(pid, commit);
     }
@@ -53,7 +53,7 @@ pub async fn deliver(
         for (leader, list) in by_leader {
             if leader == me {
                 for (t, p) in list {
-                    match write_local(host, &t, p, pid, epoch, commit).await {
+                    match write_local(host, &t, p, pid, epoch, commit, 0).await {
                         Ok(()) | Err(Error::UnknownTopicOrPartition) => {}
                         Err(e) => {
                             tracing::debug!(topic = %t, partition = p, error = %e, "writing transaction marker");

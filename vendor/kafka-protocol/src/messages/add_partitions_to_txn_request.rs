@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-5
@@ -148,8 +148,7 @@ impl Encodable for AddPartitionsToTxnRequest {
         }
         if version <= 3 {
             if version >= 3 {
-                types::CompactArray(types::Struct { version })
-                    .encode(buf, &self.v3_and_below_topics)?;
+                types::CompactArray(types::Struct { version }).encode(buf, &self.v3_and_below_topics)?;
             } else {
                 types::Array(types::Struct { version }).encode(buf, &self.v3_and_below_topics)?;
             }
@@ -161,10 +160,7 @@ impl Encodable for AddPartitionsToTxnRequest {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -175,8 +171,7 @@ impl Encodable for AddPartitionsToTxnRequest {
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
         if version >= 4 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.transactions)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.transactions)?;
         } else {
             if !self.transactions.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
@@ -184,8 +179,7 @@ impl Encodable for AddPartitionsToTxnRequest {
         }
         if version <= 3 {
             if version >= 3 {
-                total_size +=
-                    types::CompactString.compute_size(&self.v3_and_below_transactional_id)?;
+                total_size += types::CompactString.compute_size(&self.v3_and_below_transactional_id)?;
             } else {
                 total_size += types::String.compute_size(&self.v3_and_below_transactional_id)?;
             }
@@ -210,11 +204,9 @@ impl Encodable for AddPartitionsToTxnRequest {
         }
         if version <= 3 {
             if version >= 3 {
-                total_size += types::CompactArray(types::Struct { version })
-                    .compute_size(&self.v3_and_below_topics)?;
+                total_size += types::CompactArray(types::Struct { version }).compute_size(&self.v3_and_below_topics)?;
             } else {
-                total_size += types::Array(types::Struct { version })
-                    .compute_size(&self.v3_and_below_topics)?;
+                total_size += types::Array(types::Struct { version }).compute_size(&self.v3_and_below_topics)?;
             }
         } else {
             if !self.v3_and_below_topics.is_empty() {
@@ -224,10 +216,7 @@ impl Encodable for AddPartitionsToTxnRequest {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -243,11 +232,7 @@ impl Decodable for AddPartitionsToTxnRequest {
         if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
-        let transactions = if version >= 4 {
-            types::CompactArray(types::Struct { version }).decode(buf)?
-        } else {
-            Default::default()
-        };
+        let transactions = if version >= 4 { types::CompactArray(types::Struct { version }).decode(buf)? } else { Default::default() };
         let v3_and_below_transactional_id = if version <= 3 {
             if version >= 3 {
                 types::CompactString.decode(buf)?
@@ -257,16 +242,8 @@ impl Decodable for AddPartitionsToTxnRequest {
         } else {
             Default::default()
         };
-        let v3_and_below_producer_id = if version <= 3 {
-            types::Int64.decode(buf)?
-        } else {
-            (0).into()
-        };
-        let v3_and_below_producer_epoch = if version <= 3 {
-            types::Int16.decode(buf)?
-        } else {
-            0
-        };
+        let v3_and_below_producer_id = if version <= 3 { types::Int64.decode(buf)? } else { (0).into() };
+        let v3_and_below_producer_epoch = if version <= 3 { types::Int16.decode(buf)? } else { 0 };
         let v3_and_below_topics = if version <= 3 {
             if version >= 3 {
                 types::CompactArray(types::Struct { version }).decode(buf)?
@@ -278,7 +255,7 @@ impl Decodable for AddPartitionsToTxnRequest {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -383,10 +360,7 @@ impl Encodable for AddPartitionsToTxnTopic {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -409,10 +383,7 @@ impl Encodable for AddPartitionsToTxnTopic {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -428,19 +399,12 @@ impl Decodable for AddPartitionsToTxnTopic {
         if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
-        let name = if version >= 3 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let partitions = if version >= 3 {
-            types::CompactArray(types::Int32).decode(buf)?
-        } else {
-            types::Array(types::Int32).decode(buf)?
-        };
+        let name = if version >= 3 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let partitions =
+            if version >= 3 { types::CompactArray(types::Int32).decode(buf)? } else { types::Array(types::Int32).decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -448,21 +412,13 @@ impl Decodable for AddPartitionsToTxnTopic {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            partitions,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, partitions, unknown_tagged_fields })
     }
 }
 
 impl Default for AddPartitionsToTxnTopic {
     fn default() -> Self {
-        Self {
-            name: Default::default(),
-            partitions: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { name: Default::default(), partitions: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -606,10 +562,7 @@ impl Encodable for AddPartitionsToTxnTransaction {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -648,8 +601,7 @@ impl Encodable for AddPartitionsToTxnTransaction {
             }
         }
         if version >= 4 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
         } else {
             if !self.topics.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
@@ -658,10 +610,7 @@ impl Encodable for AddPartitionsToTxnTransaction {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -677,34 +626,14 @@ impl Decodable for AddPartitionsToTxnTransaction {
         if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
-        let transactional_id = if version >= 4 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let producer_id = if version >= 4 {
-            types::Int64.decode(buf)?
-        } else {
-            (0).into()
-        };
-        let producer_epoch = if version >= 4 {
-            types::Int16.decode(buf)?
-        } else {
-            0
-        };
-        let verify_only = if version >= 4 {
-            types::Boolean.decode(buf)?
-        } else {
-            false
-        };
-        let topics = if version >= 4 {
-            types::CompactArray(types::Struct { version }).decode(buf)?
-        } else {
-            Default::default()
-        };
+        let transactional_id = if version >= 4 { types::CompactString.decode(buf)? } else { Default::default() };
+        let producer_id = if version >= 4 { types::Int64.decode(buf)? } else { (0).into() };
+        let producer_epoch = if version >= 4 { types::Int16.decode(buf)? } else { 0 };
+        let verify_only = if version >= 4 { types::Boolean.decode(buf)? } else { false };
+        let topics = if version >= 4 { types::CompactArray(types::Struct { version }).decode(buf)? } else { Default::default() };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -712,14 +641,7 @@ impl Decodable for AddPartitionsToTxnTransaction {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            transactional_id,
-            producer_id,
-            producer_epoch,
-            verify_only,
-            topics,
-            unknown_tagged_fields,
-        })
+        Ok(Self { transactional_id, producer_id, producer_epoch, verify_only, topics, unknown_tagged_fields })
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-5
@@ -77,10 +77,7 @@ impl Encodable for AddPartitionsToTxnPartitionResult {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -95,10 +92,7 @@ impl Encodable for AddPartitionsToTxnPartitionResult {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -118,7 +112,7 @@ impl Decodable for AddPartitionsToTxnPartitionResult {
         let partition_error_code = types::Int16.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -126,21 +120,13 @@ impl Decodable for AddPartitionsToTxnPartitionResult {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            partition_index,
-            partition_error_code,
-            unknown_tagged_fields,
-        })
+        Ok(Self { partition_index, partition_error_code, unknown_tagged_fields })
     }
 }
 
 impl Default for AddPartitionsToTxnPartitionResult {
     fn default() -> Self {
-        Self {
-            partition_index: 0,
-            partition_error_code: 0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { partition_index: 0, partition_error_code: 0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -210,10 +196,7 @@ impl AddPartitionsToTxnResponse {
     /// The results for each topic.
     ///
     /// Supported API versions: 0-3
-    pub fn with_results_by_topic_v3_and_below(
-        mut self,
-        value: Vec<AddPartitionsToTxnTopicResult>,
-    ) -> Self {
+    pub fn with_results_by_topic_v3_and_below(mut self, value: Vec<AddPartitionsToTxnTopicResult>) -> Self {
         self.results_by_topic_v3_and_below = value;
         self
     }
@@ -240,8 +223,7 @@ impl Encodable for AddPartitionsToTxnResponse {
             types::Int16.encode(buf, &self.error_code)?;
         }
         if version >= 4 {
-            types::CompactArray(types::Struct { version })
-                .encode(buf, &self.results_by_transaction)?;
+            types::CompactArray(types::Struct { version }).encode(buf, &self.results_by_transaction)?;
         } else {
             if !self.results_by_transaction.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
@@ -249,11 +231,9 @@ impl Encodable for AddPartitionsToTxnResponse {
         }
         if version <= 3 {
             if version >= 3 {
-                types::CompactArray(types::Struct { version })
-                    .encode(buf, &self.results_by_topic_v3_and_below)?;
+                types::CompactArray(types::Struct { version }).encode(buf, &self.results_by_topic_v3_and_below)?;
             } else {
-                types::Array(types::Struct { version })
-                    .encode(buf, &self.results_by_topic_v3_and_below)?;
+                types::Array(types::Struct { version }).encode(buf, &self.results_by_topic_v3_and_below)?;
             }
         } else {
             if !self.results_by_topic_v3_and_below.is_empty() {
@@ -263,10 +243,7 @@ impl Encodable for AddPartitionsToTxnResponse {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -281,8 +258,7 @@ impl Encodable for AddPartitionsToTxnResponse {
             total_size += types::Int16.compute_size(&self.error_code)?;
         }
         if version >= 4 {
-            total_size += types::CompactArray(types::Struct { version })
-                .compute_size(&self.results_by_transaction)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.results_by_transaction)?;
         } else {
             if !self.results_by_transaction.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
@@ -290,11 +266,9 @@ impl Encodable for AddPartitionsToTxnResponse {
         }
         if version <= 3 {
             if version >= 3 {
-                total_size += types::CompactArray(types::Struct { version })
-                    .compute_size(&self.results_by_topic_v3_and_below)?;
+                total_size += types::CompactArray(types::Struct { version }).compute_size(&self.results_by_topic_v3_and_below)?;
             } else {
-                total_size += types::Array(types::Struct { version })
-                    .compute_size(&self.results_by_topic_v3_and_below)?;
+                total_size += types::Array(types::Struct { version }).compute_size(&self.results_by_topic_v3_and_below)?;
             }
         } else {
             if !self.results_by_topic_v3_and_below.is_empty() {
@@ -304,10 +278,7 @@ impl Encodable for AddPartitionsToTxnResponse {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -324,16 +295,9 @@ impl Decodable for AddPartitionsToTxnResponse {
             bail!("specified version not supported by this message type");
         }
         let throttle_time_ms = types::Int32.decode(buf)?;
-        let error_code = if version >= 4 {
-            types::Int16.decode(buf)?
-        } else {
-            0
-        };
-        let results_by_transaction = if version >= 4 {
-            types::CompactArray(types::Struct { version }).decode(buf)?
-        } else {
-            Default::default()
-        };
+        let error_code = if version >= 4 { types::Int16.decode(buf)? } else { 0 };
+        let results_by_transaction =
+            if version >= 4 { types::CompactArray(types::Struct { version }).decode(buf)? } else { Default::default() };
         let results_by_topic_v3_and_below = if version <= 3 {
             if version >= 3 {
                 types::CompactArray(types::Struct { version }).decode(buf)?
@@ -345,7 +309,7 @@ impl Decodable for AddPartitionsToTxnResponse {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -353,13 +317,7 @@ impl Decodable for AddPartitionsToTxnResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            throttle_time_ms,
-            error_code,
-            results_by_transaction,
-            results_by_topic_v3_and_below,
-            unknown_tagged_fields,
-        })
+        Ok(Self { throttle_time_ms, error_code, results_by_transaction, results_by_topic_v3_and_below, unknown_tagged_fields })
     }
 }
 
@@ -452,10 +410,7 @@ impl Encodable for AddPartitionsToTxnResult {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -473,8 +428,7 @@ impl Encodable for AddPartitionsToTxnResult {
             }
         }
         if version >= 4 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.topic_results)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topic_results)?;
         } else {
             if !self.topic_results.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
@@ -483,10 +437,7 @@ impl Encodable for AddPartitionsToTxnResult {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -502,19 +453,11 @@ impl Decodable for AddPartitionsToTxnResult {
         if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
-        let transactional_id = if version >= 4 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let topic_results = if version >= 4 {
-            types::CompactArray(types::Struct { version }).decode(buf)?
-        } else {
-            Default::default()
-        };
+        let transactional_id = if version >= 4 { types::CompactString.decode(buf)? } else { Default::default() };
+        let topic_results = if version >= 4 { types::CompactArray(types::Struct { version }).decode(buf)? } else { Default::default() };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -522,21 +465,13 @@ impl Decodable for AddPartitionsToTxnResult {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            transactional_id,
-            topic_results,
-            unknown_tagged_fields,
-        })
+        Ok(Self { transactional_id, topic_results, unknown_tagged_fields })
     }
 }
 
 impl Default for AddPartitionsToTxnResult {
     fn default() -> Self {
-        Self {
-            transactional_id: Default::default(),
-            topic_results: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { transactional_id: Default::default(), topic_results: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -578,10 +513,7 @@ impl AddPartitionsToTxnTopicResult {
     /// The results for each partition.
     ///
     /// Supported API versions: 0-5
-    pub fn with_results_by_partition(
-        mut self,
-        value: Vec<AddPartitionsToTxnPartitionResult>,
-    ) -> Self {
+    pub fn with_results_by_partition(mut self, value: Vec<AddPartitionsToTxnPartitionResult>) -> Self {
         self.results_by_partition = value;
         self
     }
@@ -609,18 +541,14 @@ impl Encodable for AddPartitionsToTxnTopicResult {
             types::String.encode(buf, &self.name)?;
         }
         if version >= 3 {
-            types::CompactArray(types::Struct { version })
-                .encode(buf, &self.results_by_partition)?;
+            types::CompactArray(types::Struct { version }).encode(buf, &self.results_by_partition)?;
         } else {
             types::Array(types::Struct { version }).encode(buf, &self.results_by_partition)?;
         }
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -636,19 +564,14 @@ impl Encodable for AddPartitionsToTxnTopicResult {
             total_size += types::String.compute_size(&self.name)?;
         }
         if version >= 3 {
-            total_size += types::CompactArray(types::Struct { version })
-                .compute_size(&self.results_by_partition)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.results_by_partition)?;
         } else {
-            total_size +=
-                types::Array(types::Struct { version }).compute_size(&self.results_by_partition)?;
+            total_size += types::Array(types::Struct { version }).compute_size(&self.results_by_partition)?;
         }
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -664,11 +587,7 @@ impl Decodable for AddPartitionsToTxnTopicResult {
         if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
-        let name = if version >= 3 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let name = if version >= 3 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let results_by_partition = if version >= 3 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -676,7 +595,7 @@ impl Decodable for AddPartitionsToTxnTopicResult {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -684,21 +603,13 @@ impl Decodable for AddPartitionsToTxnTopicResult {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            results_by_partition,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, results_by_partition, unknown_tagged_fields })
     }
 }
 
 impl Default for AddPartitionsToTxnTopicResult {
     fn default() -> Self {
-        Self {
-            name: Default::default(),
-            results_by_partition: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { name: Default::default(), results_by_partition: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

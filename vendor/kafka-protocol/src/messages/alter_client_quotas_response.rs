@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-1
@@ -81,10 +81,7 @@ impl Encodable for AlterClientQuotasResponse {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -96,18 +93,14 @@ impl Encodable for AlterClientQuotasResponse {
         let mut total_size = 0;
         total_size += types::Int32.compute_size(&self.throttle_time_ms)?;
         if version >= 1 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.entries)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.entries)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.entries)?;
         }
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -131,7 +124,7 @@ impl Decodable for AlterClientQuotasResponse {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -139,21 +132,13 @@ impl Decodable for AlterClientQuotasResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            throttle_time_ms,
-            entries,
-            unknown_tagged_fields,
-        })
+        Ok(Self { throttle_time_ms, entries, unknown_tagged_fields })
     }
 }
 
 impl Default for AlterClientQuotasResponse {
     fn default() -> Self {
-        Self {
-            throttle_time_ms: 0,
-            entries: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { throttle_time_ms: 0, entries: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -230,10 +215,7 @@ impl Encodable for EntityData {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -256,10 +238,7 @@ impl Encodable for EntityData {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -275,19 +254,11 @@ impl Decodable for EntityData {
         if version < 0 || version > 1 {
             bail!("specified version not supported by this message type");
         }
-        let entity_type = if version >= 1 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let entity_name = if version >= 1 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let entity_type = if version >= 1 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let entity_name = if version >= 1 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -295,21 +266,13 @@ impl Decodable for EntityData {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            entity_type,
-            entity_name,
-            unknown_tagged_fields,
-        })
+        Ok(Self { entity_type, entity_name, unknown_tagged_fields })
     }
 }
 
 impl Default for EntityData {
     fn default() -> Self {
-        Self {
-            entity_type: Default::default(),
-            entity_name: Some(Default::default()),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { entity_type: Default::default(), entity_name: Some(Default::default()), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -401,10 +364,7 @@ impl Encodable for EntryData {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -421,18 +381,14 @@ impl Encodable for EntryData {
             total_size += types::String.compute_size(&self.error_message)?;
         }
         if version >= 1 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.entity)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.entity)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.entity)?;
         }
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -449,11 +405,7 @@ impl Decodable for EntryData {
             bail!("specified version not supported by this message type");
         }
         let error_code = types::Int16.decode(buf)?;
-        let error_message = if version >= 1 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let error_message = if version >= 1 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let entity = if version >= 1 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -461,7 +413,7 @@ impl Decodable for EntryData {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -469,23 +421,13 @@ impl Decodable for EntryData {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            error_code,
-            error_message,
-            entity,
-            unknown_tagged_fields,
-        })
+        Ok(Self { error_code, error_message, entity, unknown_tagged_fields })
     }
 }
 
 impl Default for EntryData {
     fn default() -> Self {
-        Self {
-            error_code: 0,
-            error_message: Some(Default::default()),
-            entity: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { error_code: 0, error_message: Some(Default::default()), entity: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-2
@@ -81,10 +81,7 @@ impl Encodable for AlterConfigsRequest {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -95,8 +92,7 @@ impl Encodable for AlterConfigsRequest {
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
         if version >= 2 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.resources)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.resources)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.resources)?;
         }
@@ -104,10 +100,7 @@ impl Encodable for AlterConfigsRequest {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -131,7 +124,7 @@ impl Decodable for AlterConfigsRequest {
         let validate_only = types::Boolean.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -139,21 +132,13 @@ impl Decodable for AlterConfigsRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            resources,
-            validate_only,
-            unknown_tagged_fields,
-        })
+        Ok(Self { resources, validate_only, unknown_tagged_fields })
     }
 }
 
 impl Default for AlterConfigsRequest {
     fn default() -> Self {
-        Self {
-            resources: Default::default(),
-            validate_only: false,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { resources: Default::default(), validate_only: false, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -245,10 +230,7 @@ impl Encodable for AlterConfigsResource {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -265,18 +247,14 @@ impl Encodable for AlterConfigsResource {
             total_size += types::String.compute_size(&self.resource_name)?;
         }
         if version >= 2 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.configs)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.configs)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.configs)?;
         }
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -293,11 +271,7 @@ impl Decodable for AlterConfigsResource {
             bail!("specified version not supported by this message type");
         }
         let resource_type = types::Int8.decode(buf)?;
-        let resource_name = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let resource_name = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let configs = if version >= 2 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -305,7 +279,7 @@ impl Decodable for AlterConfigsResource {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -313,23 +287,13 @@ impl Decodable for AlterConfigsResource {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            resource_type,
-            resource_name,
-            configs,
-            unknown_tagged_fields,
-        })
+        Ok(Self { resource_type, resource_name, configs, unknown_tagged_fields })
     }
 }
 
 impl Default for AlterConfigsResource {
     fn default() -> Self {
-        Self {
-            resource_type: 0,
-            resource_name: Default::default(),
-            configs: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { resource_type: 0, resource_name: Default::default(), configs: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -406,10 +370,7 @@ impl Encodable for AlterableConfig {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -432,10 +393,7 @@ impl Encodable for AlterableConfig {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -451,19 +409,11 @@ impl Decodable for AlterableConfig {
         if version < 0 || version > 2 {
             bail!("specified version not supported by this message type");
         }
-        let name = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let value = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let name = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let value = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -471,21 +421,13 @@ impl Decodable for AlterableConfig {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            value,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, value, unknown_tagged_fields })
     }
 }
 
 impl Default for AlterableConfig {
     fn default() -> Self {
-        Self {
-            name: Default::default(),
-            value: Some(Default::default()),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { name: Default::default(), value: Some(Default::default()), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 2-3
@@ -91,10 +91,7 @@ impl Encodable for AlterPartitionRequest {
         types::CompactArray(types::Struct { version }).encode(buf, &self.topics)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -108,10 +105,7 @@ impl Encodable for AlterPartitionRequest {
         total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -130,30 +124,20 @@ impl Decodable for AlterPartitionRequest {
         let broker_epoch = types::Int64.decode(buf)?;
         let topics = types::CompactArray(types::Struct { version }).decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            broker_id,
-            broker_epoch,
-            topics,
-            unknown_tagged_fields,
-        })
+        Ok(Self { broker_id, broker_epoch, topics, unknown_tagged_fields })
     }
 }
 
 impl Default for AlterPartitionRequest {
     fn default() -> Self {
-        Self {
-            broker_id: (0).into(),
-            broker_epoch: -1,
-            topics: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { broker_id: (0).into(), broker_epoch: -1, topics: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -233,10 +217,7 @@ impl Encodable for BrokerState {
         }
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -261,10 +242,7 @@ impl Encodable for BrokerState {
         }
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -279,39 +257,23 @@ impl Decodable for BrokerState {
         if version < 2 || version > 3 {
             bail!("specified version not supported by this message type");
         }
-        let broker_id = if version >= 3 {
-            types::Int32.decode(buf)?
-        } else {
-            (0).into()
-        };
-        let broker_epoch = if version >= 3 {
-            types::Int64.decode(buf)?
-        } else {
-            -1
-        };
+        let broker_id = if version >= 3 { types::Int32.decode(buf)? } else { (0).into() };
+        let broker_epoch = if version >= 3 { types::Int64.decode(buf)? } else { -1 };
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            broker_id,
-            broker_epoch,
-            unknown_tagged_fields,
-        })
+        Ok(Self { broker_id, broker_epoch, unknown_tagged_fields })
     }
 }
 
 impl Default for BrokerState {
     fn default() -> Self {
-        Self {
-            broker_id: (0).into(),
-            broker_epoch: -1,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { broker_id: (0).into(), broker_epoch: -1, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -441,8 +403,7 @@ impl Encodable for PartitionData {
             }
         }
         if version >= 3 {
-            types::CompactArray(types::Struct { version })
-                .encode(buf, &self.new_isr_with_epochs)?;
+            types::CompactArray(types::Struct { version }).encode(buf, &self.new_isr_with_epochs)?;
         } else {
             if !self.new_isr_with_epochs.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
@@ -452,10 +413,7 @@ impl Encodable for PartitionData {
         types::Int32.encode(buf, &self.partition_epoch)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -474,8 +432,7 @@ impl Encodable for PartitionData {
             }
         }
         if version >= 3 {
-            total_size += types::CompactArray(types::Struct { version })
-                .compute_size(&self.new_isr_with_epochs)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.new_isr_with_epochs)?;
         } else {
             if !self.new_isr_with_epochs.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
@@ -485,10 +442,7 @@ impl Encodable for PartitionData {
         total_size += types::Int32.compute_size(&self.partition_epoch)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -505,20 +459,13 @@ impl Decodable for PartitionData {
         }
         let partition_index = types::Int32.decode(buf)?;
         let leader_epoch = types::Int32.decode(buf)?;
-        let new_isr = if version == 2 {
-            types::CompactArray(types::Int32).decode(buf)?
-        } else {
-            Default::default()
-        };
-        let new_isr_with_epochs = if version >= 3 {
-            types::CompactArray(types::Struct { version }).decode(buf)?
-        } else {
-            Default::default()
-        };
+        let new_isr = if version == 2 { types::CompactArray(types::Int32).decode(buf)? } else { Default::default() };
+        let new_isr_with_epochs =
+            if version >= 3 { types::CompactArray(types::Struct { version }).decode(buf)? } else { Default::default() };
         let leader_recovery_state = types::Int8.decode(buf)?;
         let partition_epoch = types::Int32.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -615,10 +562,7 @@ impl Encodable for TopicData {
         types::CompactArray(types::Struct { version }).encode(buf, &self.partitions)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -628,14 +572,10 @@ impl Encodable for TopicData {
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
         total_size += types::Uuid.compute_size(&self.topic_id)?;
-        total_size +=
-            types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
+        total_size += types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -653,28 +593,20 @@ impl Decodable for TopicData {
         let topic_id = types::Uuid.decode(buf)?;
         let partitions = types::CompactArray(types::Struct { version }).decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            topic_id,
-            partitions,
-            unknown_tagged_fields,
-        })
+        Ok(Self { topic_id, partitions, unknown_tagged_fields })
     }
 }
 
 impl Default for TopicData {
     fn default() -> Self {
-        Self {
-            topic_id: Uuid::nil(),
-            partitions: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { topic_id: Uuid::nil(), partitions: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,27 +13,27 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
-/// Valid versions: 0-4
+/// Valid versions: 0-5
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiVersion {
     /// The API index.
     ///
-    /// Supported API versions: 0-4
+    /// Supported API versions: 0-5
     pub api_key: i16,
 
     /// The minimum supported version, inclusive.
     ///
-    /// Supported API versions: 0-4
+    /// Supported API versions: 0-5
     pub min_version: i16,
 
     /// The maximum supported version, inclusive.
     ///
-    /// Supported API versions: 0-4
+    /// Supported API versions: 0-5
     pub max_version: i16,
 
     /// Other tagged fields
@@ -45,7 +45,7 @@ impl ApiVersion {
     ///
     /// The API index.
     ///
-    /// Supported API versions: 0-4
+    /// Supported API versions: 0-5
     pub fn with_api_key(mut self, value: i16) -> Self {
         self.api_key = value;
         self
@@ -54,7 +54,7 @@ impl ApiVersion {
     ///
     /// The minimum supported version, inclusive.
     ///
-    /// Supported API versions: 0-4
+    /// Supported API versions: 0-5
     pub fn with_min_version(mut self, value: i16) -> Self {
         self.min_version = value;
         self
@@ -63,7 +63,7 @@ impl ApiVersion {
     ///
     /// The maximum supported version, inclusive.
     ///
-    /// Supported API versions: 0-4
+    /// Supported API versions: 0-5
     pub fn with_max_version(mut self, value: i16) -> Self {
         self.max_version = value;
         self
@@ -83,7 +83,7 @@ impl ApiVersion {
 #[cfg(feature = "broker")]
 impl Encodable for ApiVersion {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 0 || version > 4 {
+        if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
         types::Int16.encode(buf, &self.api_key)?;
@@ -92,10 +92,7 @@ impl Encodable for ApiVersion {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -111,10 +108,7 @@ impl Encodable for ApiVersion {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -127,7 +121,7 @@ impl Encodable for ApiVersion {
 #[cfg(feature = "client")]
 impl Decodable for ApiVersion {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 0 || version > 4 {
+        if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
         let api_key = types::Int16.decode(buf)?;
@@ -135,7 +129,7 @@ impl Decodable for ApiVersion {
         let max_version = types::Int16.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -143,68 +137,58 @@ impl Decodable for ApiVersion {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            api_key,
-            min_version,
-            max_version,
-            unknown_tagged_fields,
-        })
+        Ok(Self { api_key, min_version, max_version, unknown_tagged_fields })
     }
 }
 
 impl Default for ApiVersion {
     fn default() -> Self {
-        Self {
-            api_key: 0,
-            min_version: 0,
-            max_version: 0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { api_key: 0, min_version: 0, max_version: 0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
 impl Message for ApiVersion {
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
-/// Valid versions: 0-4
+/// Valid versions: 0-5
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiVersionsResponse {
     /// The top-level error code.
     ///
-    /// Supported API versions: 0-4
+    /// Supported API versions: 0-5
     pub error_code: i16,
 
     /// The APIs supported by the broker.
     ///
-    /// Supported API versions: 0-4
+    /// Supported API versions: 0-5
     pub api_keys: Vec<ApiVersion>,
 
     /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     ///
-    /// Supported API versions: 1-4
+    /// Supported API versions: 1-5
     pub throttle_time_ms: i32,
 
     /// Features supported by the broker. Note: in v0-v3, features with MinSupportedVersion = 0 are omitted.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub supported_features: Vec<SupportedFeatureKey>,
 
     /// The monotonically increasing epoch for the finalized features information. Valid values are >= 0. A value of -1 is special and represents unknown epoch.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub finalized_features_epoch: i64,
 
     /// List of cluster-wide finalized features. The information is valid only if FinalizedFeaturesEpoch >= 0.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub finalized_features: Vec<FinalizedFeatureKey>,
 
     /// Set by a KRaft controller if the required configurations for ZK migration are present.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub zk_migration_ready: bool,
 
     /// Other tagged fields
@@ -216,7 +200,7 @@ impl ApiVersionsResponse {
     ///
     /// The top-level error code.
     ///
-    /// Supported API versions: 0-4
+    /// Supported API versions: 0-5
     pub fn with_error_code(mut self, value: i16) -> Self {
         self.error_code = value;
         self
@@ -225,7 +209,7 @@ impl ApiVersionsResponse {
     ///
     /// The APIs supported by the broker.
     ///
-    /// Supported API versions: 0-4
+    /// Supported API versions: 0-5
     pub fn with_api_keys(mut self, value: Vec<ApiVersion>) -> Self {
         self.api_keys = value;
         self
@@ -234,7 +218,7 @@ impl ApiVersionsResponse {
     ///
     /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     ///
-    /// Supported API versions: 1-4
+    /// Supported API versions: 1-5
     pub fn with_throttle_time_ms(mut self, value: i32) -> Self {
         self.throttle_time_ms = value;
         self
@@ -243,7 +227,7 @@ impl ApiVersionsResponse {
     ///
     /// Features supported by the broker. Note: in v0-v3, features with MinSupportedVersion = 0 are omitted.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub fn with_supported_features(mut self, value: Vec<SupportedFeatureKey>) -> Self {
         self.supported_features = value;
         self
@@ -252,7 +236,7 @@ impl ApiVersionsResponse {
     ///
     /// The monotonically increasing epoch for the finalized features information. Valid values are >= 0. A value of -1 is special and represents unknown epoch.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub fn with_finalized_features_epoch(mut self, value: i64) -> Self {
         self.finalized_features_epoch = value;
         self
@@ -261,7 +245,7 @@ impl ApiVersionsResponse {
     ///
     /// List of cluster-wide finalized features. The information is valid only if FinalizedFeaturesEpoch >= 0.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub fn with_finalized_features(mut self, value: Vec<FinalizedFeatureKey>) -> Self {
         self.finalized_features = value;
         self
@@ -270,7 +254,7 @@ impl ApiVersionsResponse {
     ///
     /// Set by a KRaft controller if the required configurations for ZK migration are present.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub fn with_zk_migration_ready(mut self, value: bool) -> Self {
         self.zk_migration_ready = value;
         self
@@ -290,7 +274,7 @@ impl ApiVersionsResponse {
 #[cfg(feature = "broker")]
 impl Encodable for ApiVersionsResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 0 || version > 4 {
+        if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
         types::Int16.encode(buf, &self.error_code)?;
@@ -317,59 +301,40 @@ impl Encodable for ApiVersionsResponse {
                 num_tagged_fields += 1;
             }
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
             if !self.supported_features.is_empty() {
-                let computed_size = types::CompactArray(types::Struct { version })
-                    .compute_size(&self.supported_features)?;
+                let computed_size = types::CompactArray(types::Struct { version }).compute_size(&self.supported_features)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 types::UnsignedVarInt.encode(buf, 0)?;
                 types::UnsignedVarInt.encode(buf, computed_size as u32)?;
-                types::CompactArray(types::Struct { version })
-                    .encode(buf, &self.supported_features)?;
+                types::CompactArray(types::Struct { version }).encode(buf, &self.supported_features)?;
             }
             if self.finalized_features_epoch != -1 {
                 let computed_size = types::Int64.compute_size(&self.finalized_features_epoch)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 types::UnsignedVarInt.encode(buf, 1)?;
                 types::UnsignedVarInt.encode(buf, computed_size as u32)?;
                 types::Int64.encode(buf, &self.finalized_features_epoch)?;
             }
             if !self.finalized_features.is_empty() {
-                let computed_size = types::CompactArray(types::Struct { version })
-                    .compute_size(&self.finalized_features)?;
+                let computed_size = types::CompactArray(types::Struct { version }).compute_size(&self.finalized_features)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 types::UnsignedVarInt.encode(buf, 2)?;
                 types::UnsignedVarInt.encode(buf, computed_size as u32)?;
-                types::CompactArray(types::Struct { version })
-                    .encode(buf, &self.finalized_features)?;
+                types::CompactArray(types::Struct { version }).encode(buf, &self.finalized_features)?;
             }
             if self.zk_migration_ready {
                 let computed_size = types::Boolean.compute_size(&self.zk_migration_ready)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 types::UnsignedVarInt.encode(buf, 3)?;
                 types::UnsignedVarInt.encode(buf, computed_size as u32)?;
@@ -384,8 +349,7 @@ impl Encodable for ApiVersionsResponse {
         let mut total_size = 0;
         total_size += types::Int16.compute_size(&self.error_code)?;
         if version >= 3 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.api_keys)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.api_keys)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.api_keys)?;
         }
@@ -407,20 +371,13 @@ impl Encodable for ApiVersionsResponse {
                 num_tagged_fields += 1;
             }
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
             if !self.supported_features.is_empty() {
-                let computed_size = types::CompactArray(types::Struct { version })
-                    .compute_size(&self.supported_features)?;
+                let computed_size = types::CompactArray(types::Struct { version }).compute_size(&self.supported_features)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 total_size += types::UnsignedVarInt.compute_size(0)?;
                 total_size += types::UnsignedVarInt.compute_size(computed_size as u32)?;
@@ -429,23 +386,16 @@ impl Encodable for ApiVersionsResponse {
             if self.finalized_features_epoch != -1 {
                 let computed_size = types::Int64.compute_size(&self.finalized_features_epoch)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 total_size += types::UnsignedVarInt.compute_size(1)?;
                 total_size += types::UnsignedVarInt.compute_size(computed_size as u32)?;
                 total_size += computed_size;
             }
             if !self.finalized_features.is_empty() {
-                let computed_size = types::CompactArray(types::Struct { version })
-                    .compute_size(&self.finalized_features)?;
+                let computed_size = types::CompactArray(types::Struct { version }).compute_size(&self.finalized_features)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 total_size += types::UnsignedVarInt.compute_size(2)?;
                 total_size += types::UnsignedVarInt.compute_size(computed_size as u32)?;
@@ -454,10 +404,7 @@ impl Encodable for ApiVersionsResponse {
             if self.zk_migration_ready {
                 let computed_size = types::Boolean.compute_size(&self.zk_migration_ready)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 total_size += types::UnsignedVarInt.compute_size(3)?;
                 total_size += types::UnsignedVarInt.compute_size(computed_size as u32)?;
@@ -473,7 +420,7 @@ impl Encodable for ApiVersionsResponse {
 #[cfg(feature = "client")]
 impl Decodable for ApiVersionsResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 0 || version > 4 {
+        if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
         let error_code = types::Int16.decode(buf)?;
@@ -482,32 +429,26 @@ impl Decodable for ApiVersionsResponse {
         } else {
             types::Array(types::Struct { version }).decode(buf)?
         };
-        let throttle_time_ms = if version >= 1 {
-            types::Int32.decode(buf)?
-        } else {
-            0
-        };
+        let throttle_time_ms = if version >= 1 { types::Int32.decode(buf)? } else { 0 };
         let mut supported_features = Default::default();
         let mut finalized_features_epoch = -1;
         let mut finalized_features = Default::default();
         let mut zk_migration_ready = false;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 match tag {
                     0 => {
-                        supported_features =
-                            types::CompactArray(types::Struct { version }).decode(buf)?;
+                        supported_features = types::CompactArray(types::Struct { version }).decode(buf)?;
                     }
                     1 => {
                         finalized_features_epoch = types::Int64.decode(buf)?;
                     }
                     2 => {
-                        finalized_features =
-                            types::CompactArray(types::Struct { version }).decode(buf)?;
+                        finalized_features = types::CompactArray(types::Struct { version }).decode(buf)?;
                     }
                     3 => {
                         zk_migration_ready = types::Boolean.decode(buf)?;
@@ -548,27 +489,27 @@ impl Default for ApiVersionsResponse {
 }
 
 impl Message for ApiVersionsResponse {
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
-/// Valid versions: 0-4
+/// Valid versions: 0-5
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinalizedFeatureKey {
     /// The name of the feature.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub name: StrBytes,
 
     /// The cluster-wide finalized max version level for the feature.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub max_version_level: i16,
 
     /// The cluster-wide finalized min version level for the feature.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub min_version_level: i16,
 
     /// Other tagged fields
@@ -580,7 +521,7 @@ impl FinalizedFeatureKey {
     ///
     /// The name of the feature.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub fn with_name(mut self, value: StrBytes) -> Self {
         self.name = value;
         self
@@ -589,7 +530,7 @@ impl FinalizedFeatureKey {
     ///
     /// The cluster-wide finalized max version level for the feature.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub fn with_max_version_level(mut self, value: i16) -> Self {
         self.max_version_level = value;
         self
@@ -598,7 +539,7 @@ impl FinalizedFeatureKey {
     ///
     /// The cluster-wide finalized min version level for the feature.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub fn with_min_version_level(mut self, value: i16) -> Self {
         self.min_version_level = value;
         self
@@ -618,7 +559,7 @@ impl FinalizedFeatureKey {
 #[cfg(feature = "broker")]
 impl Encodable for FinalizedFeatureKey {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 0 || version > 4 {
+        if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
         if version >= 3 {
@@ -645,10 +586,7 @@ impl Encodable for FinalizedFeatureKey {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -682,10 +620,7 @@ impl Encodable for FinalizedFeatureKey {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -698,27 +633,15 @@ impl Encodable for FinalizedFeatureKey {
 #[cfg(feature = "client")]
 impl Decodable for FinalizedFeatureKey {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 0 || version > 4 {
+        if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
-        let name = if version >= 3 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let max_version_level = if version >= 3 {
-            types::Int16.decode(buf)?
-        } else {
-            0
-        };
-        let min_version_level = if version >= 3 {
-            types::Int16.decode(buf)?
-        } else {
-            0
-        };
+        let name = if version >= 3 { types::CompactString.decode(buf)? } else { Default::default() };
+        let max_version_level = if version >= 3 { types::Int16.decode(buf)? } else { 0 };
+        let min_version_level = if version >= 3 { types::Int16.decode(buf)? } else { 0 };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -726,48 +649,38 @@ impl Decodable for FinalizedFeatureKey {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            max_version_level,
-            min_version_level,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, max_version_level, min_version_level, unknown_tagged_fields })
     }
 }
 
 impl Default for FinalizedFeatureKey {
     fn default() -> Self {
-        Self {
-            name: Default::default(),
-            max_version_level: 0,
-            min_version_level: 0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { name: Default::default(), max_version_level: 0, min_version_level: 0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
 impl Message for FinalizedFeatureKey {
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
-/// Valid versions: 0-4
+/// Valid versions: 0-5
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct SupportedFeatureKey {
     /// The name of the feature.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub name: StrBytes,
 
     /// The minimum supported version for the feature.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub min_version: i16,
 
     /// The maximum supported version for the feature.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub max_version: i16,
 
     /// Other tagged fields
@@ -779,7 +692,7 @@ impl SupportedFeatureKey {
     ///
     /// The name of the feature.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub fn with_name(mut self, value: StrBytes) -> Self {
         self.name = value;
         self
@@ -788,7 +701,7 @@ impl SupportedFeatureKey {
     ///
     /// The minimum supported version for the feature.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub fn with_min_version(mut self, value: i16) -> Self {
         self.min_version = value;
         self
@@ -797,7 +710,7 @@ impl SupportedFeatureKey {
     ///
     /// The maximum supported version for the feature.
     ///
-    /// Supported API versions: 3-4
+    /// Supported API versions: 3-5
     pub fn with_max_version(mut self, value: i16) -> Self {
         self.max_version = value;
         self
@@ -817,7 +730,7 @@ impl SupportedFeatureKey {
 #[cfg(feature = "broker")]
 impl Encodable for SupportedFeatureKey {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 0 || version > 4 {
+        if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
         if version >= 3 {
@@ -844,10 +757,7 @@ impl Encodable for SupportedFeatureKey {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -881,10 +791,7 @@ impl Encodable for SupportedFeatureKey {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -897,27 +804,15 @@ impl Encodable for SupportedFeatureKey {
 #[cfg(feature = "client")]
 impl Decodable for SupportedFeatureKey {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 0 || version > 4 {
+        if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
-        let name = if version >= 3 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let min_version = if version >= 3 {
-            types::Int16.decode(buf)?
-        } else {
-            0
-        };
-        let max_version = if version >= 3 {
-            types::Int16.decode(buf)?
-        } else {
-            0
-        };
+        let name = if version >= 3 { types::CompactString.decode(buf)? } else { Default::default() };
+        let min_version = if version >= 3 { types::Int16.decode(buf)? } else { 0 };
+        let max_version = if version >= 3 { types::Int16.decode(buf)? } else { 0 };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -925,28 +820,18 @@ impl Decodable for SupportedFeatureKey {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            min_version,
-            max_version,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, min_version, max_version, unknown_tagged_fields })
     }
 }
 
 impl Default for SupportedFeatureKey {
     fn default() -> Self {
-        Self {
-            name: Default::default(),
-            min_version: 0,
-            max_version: 0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { name: Default::default(), min_version: 0, max_version: 0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
 impl Message for SupportedFeatureKey {
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-3
@@ -65,8 +65,7 @@ impl Encodable for ConsumerProtocolAssignment {
     }
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
-        total_size +=
-            types::Array(types::Struct { version }).compute_size(&self.assigned_partitions)?;
+        total_size += types::Array(types::Struct { version }).compute_size(&self.assigned_partitions)?;
         total_size += types::Bytes.compute_size(&self.user_data)?;
 
         Ok(total_size)
@@ -80,19 +79,13 @@ impl Decodable for ConsumerProtocolAssignment {
         }
         let assigned_partitions = types::Array(types::Struct { version }).decode(buf)?;
         let user_data = types::Bytes.decode(buf)?;
-        Ok(Self {
-            assigned_partitions,
-            user_data,
-        })
+        Ok(Self { assigned_partitions, user_data })
     }
 }
 
 impl Default for ConsumerProtocolAssignment {
     fn default() -> Self {
-        Self {
-            assigned_partitions: Default::default(),
-            user_data: None,
-        }
+        Self { assigned_partitions: Default::default(), user_data: None }
     }
 }
 
@@ -169,10 +162,7 @@ impl Decodable for TopicPartition {
 
 impl Default for TopicPartition {
     fn default() -> Self {
-        Self {
-            topic: Default::default(),
-            partitions: Default::default(),
-        }
+        Self { topic: Default::default(), partitions: Default::default() }
     }
 }
 

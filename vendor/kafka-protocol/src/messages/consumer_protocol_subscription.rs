@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-3
@@ -119,8 +119,7 @@ impl Encodable for ConsumerProtocolSubscription {
         total_size += types::Array(types::String).compute_size(&self.topics)?;
         total_size += types::Bytes.compute_size(&self.user_data)?;
         if version >= 1 {
-            total_size +=
-                types::Array(types::Struct { version }).compute_size(&self.owned_partitions)?;
+            total_size += types::Array(types::Struct { version }).compute_size(&self.owned_partitions)?;
         }
         if version >= 2 {
             total_size += types::Int32.compute_size(&self.generation_id)?;
@@ -140,40 +139,16 @@ impl Decodable for ConsumerProtocolSubscription {
         }
         let topics = types::Array(types::String).decode(buf)?;
         let user_data = types::Bytes.decode(buf)?;
-        let owned_partitions = if version >= 1 {
-            types::Array(types::Struct { version }).decode(buf)?
-        } else {
-            Default::default()
-        };
-        let generation_id = if version >= 2 {
-            types::Int32.decode(buf)?
-        } else {
-            -1
-        };
-        let rack_id = if version >= 3 {
-            types::String.decode(buf)?
-        } else {
-            None
-        };
-        Ok(Self {
-            topics,
-            user_data,
-            owned_partitions,
-            generation_id,
-            rack_id,
-        })
+        let owned_partitions = if version >= 1 { types::Array(types::Struct { version }).decode(buf)? } else { Default::default() };
+        let generation_id = if version >= 2 { types::Int32.decode(buf)? } else { -1 };
+        let rack_id = if version >= 3 { types::String.decode(buf)? } else { None };
+        Ok(Self { topics, user_data, owned_partitions, generation_id, rack_id })
     }
 }
 
 impl Default for ConsumerProtocolSubscription {
     fn default() -> Self {
-        Self {
-            topics: Default::default(),
-            user_data: None,
-            owned_partitions: Default::default(),
-            generation_id: -1,
-            rack_id: None,
-        }
+        Self { topics: Default::default(), user_data: None, owned_partitions: Default::default(), generation_id: -1, rack_id: None }
     }
 }
 
@@ -266,26 +241,15 @@ impl Decodable for TopicPartition {
         if version < 0 || version > 3 {
             bail!("specified version not supported by this message type");
         }
-        let topic = if version >= 1 {
-            types::String.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let partitions = if version >= 1 {
-            types::Array(types::Int32).decode(buf)?
-        } else {
-            Default::default()
-        };
+        let topic = if version >= 1 { types::String.decode(buf)? } else { Default::default() };
+        let partitions = if version >= 1 { types::Array(types::Int32).decode(buf)? } else { Default::default() };
         Ok(Self { topic, partitions })
     }
 }
 
 impl Default for TopicPartition {
     fn default() -> Self {
-        Self {
-            topic: Default::default(),
-            partitions: Default::default(),
-        }
+        Self { topic: Default::default(), partitions: Default::default() }
     }
 }
 

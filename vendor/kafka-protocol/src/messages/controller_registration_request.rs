@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0
@@ -121,10 +121,7 @@ impl Encodable for ControllerRegistrationRequest {
         types::CompactArray(types::Struct { version }).encode(buf, &self.features)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -136,16 +133,11 @@ impl Encodable for ControllerRegistrationRequest {
         total_size += types::Int32.compute_size(&self.controller_id)?;
         total_size += types::Uuid.compute_size(&self.incarnation_id)?;
         total_size += types::Boolean.compute_size(&self.zk_migration_ready)?;
-        total_size +=
-            types::CompactArray(types::Struct { version }).compute_size(&self.listeners)?;
-        total_size +=
-            types::CompactArray(types::Struct { version }).compute_size(&self.features)?;
+        total_size += types::CompactArray(types::Struct { version }).compute_size(&self.listeners)?;
+        total_size += types::CompactArray(types::Struct { version }).compute_size(&self.features)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -166,21 +158,14 @@ impl Decodable for ControllerRegistrationRequest {
         let listeners = types::CompactArray(types::Struct { version }).decode(buf)?;
         let features = types::CompactArray(types::Struct { version }).decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            controller_id,
-            incarnation_id,
-            zk_migration_ready,
-            listeners,
-            features,
-            unknown_tagged_fields,
-        })
+        Ok(Self { controller_id, incarnation_id, zk_migration_ready, listeners, features, unknown_tagged_fields })
     }
 }
 
@@ -276,10 +261,7 @@ impl Encodable for Feature {
         types::Int16.encode(buf, &self.max_supported_version)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -293,10 +275,7 @@ impl Encodable for Feature {
         total_size += types::Int16.compute_size(&self.max_supported_version)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -315,30 +294,20 @@ impl Decodable for Feature {
         let min_supported_version = types::Int16.decode(buf)?;
         let max_supported_version = types::Int16.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            name,
-            min_supported_version,
-            max_supported_version,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, min_supported_version, max_supported_version, unknown_tagged_fields })
     }
 }
 
 impl Default for Feature {
     fn default() -> Self {
-        Self {
-            name: Default::default(),
-            min_supported_version: 0,
-            max_supported_version: 0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { name: Default::default(), min_supported_version: 0, max_supported_version: 0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -436,10 +405,7 @@ impl Encodable for Listener {
         types::Int16.encode(buf, &self.security_protocol)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -454,10 +420,7 @@ impl Encodable for Listener {
         total_size += types::Int16.compute_size(&self.security_protocol)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -477,32 +440,20 @@ impl Decodable for Listener {
         let port = types::UInt16.decode(buf)?;
         let security_protocol = types::Int16.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            name,
-            host,
-            port,
-            security_protocol,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, host, port, security_protocol, unknown_tagged_fields })
     }
 }
 
 impl Default for Listener {
     fn default() -> Self {
-        Self {
-            name: Default::default(),
-            host: Default::default(),
-            port: 0,
-            security_protocol: 0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { name: Default::default(), host: Default::default(), port: 0, security_protocol: 0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

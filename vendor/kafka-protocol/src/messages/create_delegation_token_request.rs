@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 1-3
@@ -85,10 +85,7 @@ impl Encodable for CreatableRenewers {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -111,10 +108,7 @@ impl Encodable for CreatableRenewers {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -130,19 +124,11 @@ impl Decodable for CreatableRenewers {
         if version < 1 || version > 3 {
             bail!("specified version not supported by this message type");
         }
-        let principal_type = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let principal_name = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let principal_type = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let principal_name = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -150,21 +136,13 @@ impl Decodable for CreatableRenewers {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            principal_type,
-            principal_name,
-            unknown_tagged_fields,
-        })
+        Ok(Self { principal_type, principal_name, unknown_tagged_fields })
     }
 }
 
 impl Default for CreatableRenewers {
     fn default() -> Self {
-        Self {
-            principal_type: Default::default(),
-            principal_name: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { principal_type: Default::default(), principal_name: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -259,24 +237,14 @@ impl Encodable for CreateDelegationTokenRequest {
         if version >= 3 {
             types::CompactString.encode(buf, &self.owner_principal_type)?;
         } else {
-            if !self
-                .owner_principal_type
-                .as_ref()
-                .map(|x| x.is_empty())
-                .unwrap_or_default()
-            {
+            if !self.owner_principal_type.as_ref().map(|x| x.is_empty()).unwrap_or_default() {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
         if version >= 3 {
             types::CompactString.encode(buf, &self.owner_principal_name)?;
         } else {
-            if !self
-                .owner_principal_name
-                .as_ref()
-                .map(|x| x.is_empty())
-                .unwrap_or_default()
-            {
+            if !self.owner_principal_name.as_ref().map(|x| x.is_empty()).unwrap_or_default() {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
@@ -289,10 +257,7 @@ impl Encodable for CreateDelegationTokenRequest {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -305,30 +270,19 @@ impl Encodable for CreateDelegationTokenRequest {
         if version >= 3 {
             total_size += types::CompactString.compute_size(&self.owner_principal_type)?;
         } else {
-            if !self
-                .owner_principal_type
-                .as_ref()
-                .map(|x| x.is_empty())
-                .unwrap_or_default()
-            {
+            if !self.owner_principal_type.as_ref().map(|x| x.is_empty()).unwrap_or_default() {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
         if version >= 3 {
             total_size += types::CompactString.compute_size(&self.owner_principal_name)?;
         } else {
-            if !self
-                .owner_principal_name
-                .as_ref()
-                .map(|x| x.is_empty())
-                .unwrap_or_default()
-            {
+            if !self.owner_principal_name.as_ref().map(|x| x.is_empty()).unwrap_or_default() {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
         if version >= 2 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.renewers)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.renewers)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.renewers)?;
         }
@@ -336,10 +290,7 @@ impl Encodable for CreateDelegationTokenRequest {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -355,16 +306,8 @@ impl Decodable for CreateDelegationTokenRequest {
         if version < 1 || version > 3 {
             bail!("specified version not supported by this message type");
         }
-        let owner_principal_type = if version >= 3 {
-            types::CompactString.decode(buf)?
-        } else {
-            Some(Default::default())
-        };
-        let owner_principal_name = if version >= 3 {
-            types::CompactString.decode(buf)?
-        } else {
-            Some(Default::default())
-        };
+        let owner_principal_type = if version >= 3 { types::CompactString.decode(buf)? } else { Some(Default::default()) };
+        let owner_principal_name = if version >= 3 { types::CompactString.decode(buf)? } else { Some(Default::default()) };
         let renewers = if version >= 2 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -373,7 +316,7 @@ impl Decodable for CreateDelegationTokenRequest {
         let max_lifetime_ms = types::Int64.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -381,13 +324,7 @@ impl Decodable for CreateDelegationTokenRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            owner_principal_type,
-            owner_principal_name,
-            renewers,
-            max_lifetime_ms,
-            unknown_tagged_fields,
-        })
+        Ok(Self { owner_principal_type, owner_principal_name, renewers, max_lifetime_ms, unknown_tagged_fields })
     }
 }
 

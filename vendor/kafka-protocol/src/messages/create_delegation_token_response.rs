@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 1-3
@@ -240,10 +240,7 @@ impl Encodable for CreateDelegationTokenResponse {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -265,16 +262,14 @@ impl Encodable for CreateDelegationTokenResponse {
             total_size += types::String.compute_size(&self.principal_name)?;
         }
         if version >= 3 {
-            total_size +=
-                types::CompactString.compute_size(&self.token_requester_principal_type)?;
+            total_size += types::CompactString.compute_size(&self.token_requester_principal_type)?;
         } else {
             if !self.token_requester_principal_type.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
         if version >= 3 {
-            total_size +=
-                types::CompactString.compute_size(&self.token_requester_principal_name)?;
+            total_size += types::CompactString.compute_size(&self.token_requester_principal_name)?;
         } else {
             if !self.token_requester_principal_name.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
@@ -297,10 +292,7 @@ impl Encodable for CreateDelegationTokenResponse {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -317,43 +309,19 @@ impl Decodable for CreateDelegationTokenResponse {
             bail!("specified version not supported by this message type");
         }
         let error_code = types::Int16.decode(buf)?;
-        let principal_type = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let principal_name = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let token_requester_principal_type = if version >= 3 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let token_requester_principal_name = if version >= 3 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
+        let principal_type = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let principal_name = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let token_requester_principal_type = if version >= 3 { types::CompactString.decode(buf)? } else { Default::default() };
+        let token_requester_principal_name = if version >= 3 { types::CompactString.decode(buf)? } else { Default::default() };
         let issue_timestamp_ms = types::Int64.decode(buf)?;
         let expiry_timestamp_ms = types::Int64.decode(buf)?;
         let max_timestamp_ms = types::Int64.decode(buf)?;
-        let token_id = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let hmac = if version >= 2 {
-            types::CompactBytes.decode(buf)?
-        } else {
-            types::Bytes.decode(buf)?
-        };
+        let token_id = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let hmac = if version >= 2 { types::CompactBytes.decode(buf)? } else { types::Bytes.decode(buf)? };
         let throttle_time_ms = types::Int32.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-3
@@ -66,10 +66,7 @@ impl Encodable for CreatePartitionsAssignment {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -87,10 +84,7 @@ impl Encodable for CreatePartitionsAssignment {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -106,14 +100,11 @@ impl Decodable for CreatePartitionsAssignment {
         if version < 0 || version > 3 {
             bail!("specified version not supported by this message type");
         }
-        let broker_ids = if version >= 2 {
-            types::CompactArray(types::Int32).decode(buf)?
-        } else {
-            types::Array(types::Int32).decode(buf)?
-        };
+        let broker_ids =
+            if version >= 2 { types::CompactArray(types::Int32).decode(buf)? } else { types::Array(types::Int32).decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -121,19 +112,13 @@ impl Decodable for CreatePartitionsAssignment {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            broker_ids,
-            unknown_tagged_fields,
-        })
+        Ok(Self { broker_ids, unknown_tagged_fields })
     }
 }
 
 impl Default for CreatePartitionsAssignment {
     fn default() -> Self {
-        Self {
-            broker_ids: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { broker_ids: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -221,10 +206,7 @@ impl Encodable for CreatePartitionsRequest {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -235,8 +217,7 @@ impl Encodable for CreatePartitionsRequest {
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
         if version >= 2 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.topics)?;
         }
@@ -245,10 +226,7 @@ impl Encodable for CreatePartitionsRequest {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -273,7 +251,7 @@ impl Decodable for CreatePartitionsRequest {
         let validate_only = types::Boolean.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -281,23 +259,13 @@ impl Decodable for CreatePartitionsRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            topics,
-            timeout_ms,
-            validate_only,
-            unknown_tagged_fields,
-        })
+        Ok(Self { topics, timeout_ms, validate_only, unknown_tagged_fields })
     }
 }
 
 impl Default for CreatePartitionsRequest {
     fn default() -> Self {
-        Self {
-            topics: Default::default(),
-            timeout_ms: 0,
-            validate_only: false,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { topics: Default::default(), timeout_ms: 0, validate_only: false, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -389,10 +357,7 @@ impl Encodable for CreatePartitionsTopic {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -409,19 +374,14 @@ impl Encodable for CreatePartitionsTopic {
         }
         total_size += types::Int32.compute_size(&self.count)?;
         if version >= 2 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.assignments)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.assignments)?;
         } else {
-            total_size +=
-                types::Array(types::Struct { version }).compute_size(&self.assignments)?;
+            total_size += types::Array(types::Struct { version }).compute_size(&self.assignments)?;
         }
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -437,11 +397,7 @@ impl Decodable for CreatePartitionsTopic {
         if version < 0 || version > 3 {
             bail!("specified version not supported by this message type");
         }
-        let name = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let name = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let count = types::Int32.decode(buf)?;
         let assignments = if version >= 2 {
             types::CompactArray(types::Struct { version }).decode(buf)?
@@ -450,7 +406,7 @@ impl Decodable for CreatePartitionsTopic {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -458,23 +414,13 @@ impl Decodable for CreatePartitionsTopic {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            count,
-            assignments,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, count, assignments, unknown_tagged_fields })
     }
 }
 
 impl Default for CreatePartitionsTopic {
     fn default() -> Self {
-        Self {
-            name: Default::default(),
-            count: 0,
-            assignments: Some(Default::default()),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { name: Default::default(), count: 0, assignments: Some(Default::default()), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 2-7
@@ -81,10 +81,7 @@ impl Encodable for CreatableReplicaAssignment {
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -103,10 +100,7 @@ impl Encodable for CreatableReplicaAssignment {
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -123,14 +117,11 @@ impl Decodable for CreatableReplicaAssignment {
             bail!("specified version not supported by this message type");
         }
         let partition_index = types::Int32.decode(buf)?;
-        let broker_ids = if version >= 5 {
-            types::CompactArray(types::Int32).decode(buf)?
-        } else {
-            types::Array(types::Int32).decode(buf)?
-        };
+        let broker_ids =
+            if version >= 5 { types::CompactArray(types::Int32).decode(buf)? } else { types::Array(types::Int32).decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 5 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -138,21 +129,13 @@ impl Decodable for CreatableReplicaAssignment {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            partition_index,
-            broker_ids,
-            unknown_tagged_fields,
-        })
+        Ok(Self { partition_index, broker_ids, unknown_tagged_fields })
     }
 }
 
 impl Default for CreatableReplicaAssignment {
     fn default() -> Self {
-        Self {
-            partition_index: 0,
-            broker_ids: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { partition_index: 0, broker_ids: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -278,10 +261,7 @@ impl Encodable for CreatableTopic {
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -299,25 +279,19 @@ impl Encodable for CreatableTopic {
         total_size += types::Int32.compute_size(&self.num_partitions)?;
         total_size += types::Int16.compute_size(&self.replication_factor)?;
         if version >= 5 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.assignments)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.assignments)?;
         } else {
-            total_size +=
-                types::Array(types::Struct { version }).compute_size(&self.assignments)?;
+            total_size += types::Array(types::Struct { version }).compute_size(&self.assignments)?;
         }
         if version >= 5 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.configs)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.configs)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.configs)?;
         }
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -333,11 +307,7 @@ impl Decodable for CreatableTopic {
         if version < 2 || version > 7 {
             bail!("specified version not supported by this message type");
         }
-        let name = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let name = if version >= 5 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let num_partitions = types::Int32.decode(buf)?;
         let replication_factor = types::Int16.decode(buf)?;
         let assignments = if version >= 5 {
@@ -352,7 +322,7 @@ impl Decodable for CreatableTopic {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 5 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -360,14 +330,7 @@ impl Decodable for CreatableTopic {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            num_partitions,
-            replication_factor,
-            assignments,
-            configs,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, num_partitions, replication_factor, assignments, configs, unknown_tagged_fields })
     }
 }
 
@@ -457,10 +420,7 @@ impl Encodable for CreatableTopicConfig {
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -483,10 +443,7 @@ impl Encodable for CreatableTopicConfig {
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -502,19 +459,11 @@ impl Decodable for CreatableTopicConfig {
         if version < 2 || version > 7 {
             bail!("specified version not supported by this message type");
         }
-        let name = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let value = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let name = if version >= 5 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let value = if version >= 5 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 5 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -522,21 +471,13 @@ impl Decodable for CreatableTopicConfig {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            value,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, value, unknown_tagged_fields })
     }
 }
 
 impl Default for CreatableTopicConfig {
     fn default() -> Self {
-        Self {
-            name: Default::default(),
-            value: Some(Default::default()),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { name: Default::default(), value: Some(Default::default()), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -624,10 +565,7 @@ impl Encodable for CreateTopicsRequest {
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -638,8 +576,7 @@ impl Encodable for CreateTopicsRequest {
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
         if version >= 5 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.topics)?;
         }
@@ -648,10 +585,7 @@ impl Encodable for CreateTopicsRequest {
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -676,7 +610,7 @@ impl Decodable for CreateTopicsRequest {
         let validate_only = types::Boolean.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 5 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -684,23 +618,13 @@ impl Decodable for CreateTopicsRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            topics,
-            timeout_ms,
-            validate_only,
-            unknown_tagged_fields,
-        })
+        Ok(Self { topics, timeout_ms, validate_only, unknown_tagged_fields })
     }
 }
 
 impl Default for CreateTopicsRequest {
     fn default() -> Self {
-        Self {
-            topics: Default::default(),
-            timeout_ms: 60000,
-            validate_only: false,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { topics: Default::default(), timeout_ms: 60000, validate_only: false, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 2-7
@@ -124,12 +124,7 @@ impl Encodable for CreatableTopicConfigs {
         if version >= 5 {
             types::CompactString.encode(buf, &self.value)?;
         } else {
-            if !self
-                .value
-                .as_ref()
-                .map(|x| x.is_empty())
-                .unwrap_or_default()
-            {
+            if !self.value.as_ref().map(|x| x.is_empty()).unwrap_or_default() {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
@@ -153,10 +148,7 @@ impl Encodable for CreatableTopicConfigs {
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -176,12 +168,7 @@ impl Encodable for CreatableTopicConfigs {
         if version >= 5 {
             total_size += types::CompactString.compute_size(&self.value)?;
         } else {
-            if !self
-                .value
-                .as_ref()
-                .map(|x| x.is_empty())
-                .unwrap_or_default()
-            {
+            if !self.value.as_ref().map(|x| x.is_empty()).unwrap_or_default() {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
@@ -205,10 +192,7 @@ impl Encodable for CreatableTopicConfigs {
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -224,34 +208,14 @@ impl Decodable for CreatableTopicConfigs {
         if version < 2 || version > 7 {
             bail!("specified version not supported by this message type");
         }
-        let name = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let value = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            Some(Default::default())
-        };
-        let read_only = if version >= 5 {
-            types::Boolean.decode(buf)?
-        } else {
-            false
-        };
-        let config_source = if version >= 5 {
-            types::Int8.decode(buf)?
-        } else {
-            -1
-        };
-        let is_sensitive = if version >= 5 {
-            types::Boolean.decode(buf)?
-        } else {
-            false
-        };
+        let name = if version >= 5 { types::CompactString.decode(buf)? } else { Default::default() };
+        let value = if version >= 5 { types::CompactString.decode(buf)? } else { Some(Default::default()) };
+        let read_only = if version >= 5 { types::Boolean.decode(buf)? } else { false };
+        let config_source = if version >= 5 { types::Int8.decode(buf)? } else { -1 };
+        let is_sensitive = if version >= 5 { types::Boolean.decode(buf)? } else { false };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 5 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -259,14 +223,7 @@ impl Decodable for CreatableTopicConfigs {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            value,
-            read_only,
-            config_source,
-            is_sensitive,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, value, read_only, config_source, is_sensitive, unknown_tagged_fields })
     }
 }
 
@@ -456,19 +413,13 @@ impl Encodable for CreatableTopicResult {
                 num_tagged_fields += 1;
             }
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
             if self.topic_config_error_code != 0 {
                 let computed_size = types::Int16.compute_size(&self.topic_config_error_code)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 types::UnsignedVarInt.encode(buf, 0)?;
                 types::UnsignedVarInt.encode(buf, computed_size as u32)?;
@@ -502,8 +453,7 @@ impl Encodable for CreatableTopicResult {
             total_size += types::Int16.compute_size(&self.replication_factor)?;
         }
         if version >= 5 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.configs)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.configs)?;
         }
         if version >= 5 {
             let mut num_tagged_fields = self.unknown_tagged_fields.len();
@@ -511,19 +461,13 @@ impl Encodable for CreatableTopicResult {
                 num_tagged_fields += 1;
             }
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
             if self.topic_config_error_code != 0 {
                 let computed_size = types::Int16.compute_size(&self.topic_config_error_code)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 total_size += types::UnsignedVarInt.compute_size(0)?;
                 total_size += types::UnsignedVarInt.compute_size(computed_size as u32)?;
@@ -542,41 +486,17 @@ impl Decodable for CreatableTopicResult {
         if version < 2 || version > 7 {
             bail!("specified version not supported by this message type");
         }
-        let name = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let topic_id = if version >= 7 {
-            types::Uuid.decode(buf)?
-        } else {
-            Uuid::nil()
-        };
+        let name = if version >= 5 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let topic_id = if version >= 7 { types::Uuid.decode(buf)? } else { Uuid::nil() };
         let error_code = types::Int16.decode(buf)?;
-        let error_message = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let error_message = if version >= 5 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let mut topic_config_error_code = 0;
-        let num_partitions = if version >= 5 {
-            types::Int32.decode(buf)?
-        } else {
-            -1
-        };
-        let replication_factor = if version >= 5 {
-            types::Int16.decode(buf)?
-        } else {
-            -1
-        };
-        let configs = if version >= 5 {
-            types::CompactArray(types::Struct { version }).decode(buf)?
-        } else {
-            Some(Default::default())
-        };
+        let num_partitions = if version >= 5 { types::Int32.decode(buf)? } else { -1 };
+        let replication_factor = if version >= 5 { types::Int16.decode(buf)? } else { -1 };
+        let configs = if version >= 5 { types::CompactArray(types::Struct { version }).decode(buf)? } else { Some(Default::default()) };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 5 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -690,10 +610,7 @@ impl Encodable for CreateTopicsResponse {
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -705,18 +622,14 @@ impl Encodable for CreateTopicsResponse {
         let mut total_size = 0;
         total_size += types::Int32.compute_size(&self.throttle_time_ms)?;
         if version >= 5 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.topics)?;
         }
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -740,7 +653,7 @@ impl Decodable for CreateTopicsResponse {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 5 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -748,21 +661,13 @@ impl Decodable for CreateTopicsResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            throttle_time_ms,
-            topics,
-            unknown_tagged_fields,
-        })
+        Ok(Self { throttle_time_ms, topics, unknown_tagged_fields })
     }
 }
 
 impl Default for CreateTopicsResponse {
     fn default() -> Self {
-        Self {
-            throttle_time_ms: 0,
-            topics: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { throttle_time_ms: 0, topics: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

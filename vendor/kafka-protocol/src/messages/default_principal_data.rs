@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0
@@ -90,10 +90,7 @@ impl Encodable for DefaultPrincipalData {
         types::Boolean.encode(buf, &self.token_authenticated)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -107,10 +104,7 @@ impl Encodable for DefaultPrincipalData {
         total_size += types::Boolean.compute_size(&self.token_authenticated)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -128,30 +122,20 @@ impl Decodable for DefaultPrincipalData {
         let name = types::CompactString.decode(buf)?;
         let token_authenticated = types::Boolean.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            _type,
-            name,
-            token_authenticated,
-            unknown_tagged_fields,
-        })
+        Ok(Self { _type, name, token_authenticated, unknown_tagged_fields })
     }
 }
 
 impl Default for DefaultPrincipalData {
     fn default() -> Self {
-        Self {
-            _type: Default::default(),
-            name: Default::default(),
-            token_authenticated: false,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { _type: Default::default(), name: Default::default(), token_authenticated: false, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 1-3
@@ -100,10 +100,7 @@ impl Encodable for DeleteAclsFilterResult {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -120,19 +117,14 @@ impl Encodable for DeleteAclsFilterResult {
             total_size += types::String.compute_size(&self.error_message)?;
         }
         if version >= 2 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.matching_acls)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.matching_acls)?;
         } else {
-            total_size +=
-                types::Array(types::Struct { version }).compute_size(&self.matching_acls)?;
+            total_size += types::Array(types::Struct { version }).compute_size(&self.matching_acls)?;
         }
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -149,11 +141,7 @@ impl Decodable for DeleteAclsFilterResult {
             bail!("specified version not supported by this message type");
         }
         let error_code = types::Int16.decode(buf)?;
-        let error_message = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let error_message = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let matching_acls = if version >= 2 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -161,7 +149,7 @@ impl Decodable for DeleteAclsFilterResult {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -169,12 +157,7 @@ impl Decodable for DeleteAclsFilterResult {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            error_code,
-            error_message,
-            matching_acls,
-            unknown_tagged_fields,
-        })
+        Ok(Self { error_code, error_message, matching_acls, unknown_tagged_fields })
     }
 }
 
@@ -375,10 +358,7 @@ impl Encodable for DeleteAclsMatchingAcl {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -416,10 +396,7 @@ impl Encodable for DeleteAclsMatchingAcl {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -436,33 +413,17 @@ impl Decodable for DeleteAclsMatchingAcl {
             bail!("specified version not supported by this message type");
         }
         let error_code = types::Int16.decode(buf)?;
-        let error_message = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let error_message = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let resource_type = types::Int8.decode(buf)?;
-        let resource_name = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let resource_name = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let pattern_type = types::Int8.decode(buf)?;
-        let principal = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let host = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let principal = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let host = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let operation = types::Int8.decode(buf)?;
         let permission_type = types::Int8.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -571,10 +532,7 @@ impl Encodable for DeleteAclsResponse {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -586,19 +544,14 @@ impl Encodable for DeleteAclsResponse {
         let mut total_size = 0;
         total_size += types::Int32.compute_size(&self.throttle_time_ms)?;
         if version >= 2 {
-            total_size += types::CompactArray(types::Struct { version })
-                .compute_size(&self.filter_results)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.filter_results)?;
         } else {
-            total_size +=
-                types::Array(types::Struct { version }).compute_size(&self.filter_results)?;
+            total_size += types::Array(types::Struct { version }).compute_size(&self.filter_results)?;
         }
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -622,7 +575,7 @@ impl Decodable for DeleteAclsResponse {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -630,21 +583,13 @@ impl Decodable for DeleteAclsResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            throttle_time_ms,
-            filter_results,
-            unknown_tagged_fields,
-        })
+        Ok(Self { throttle_time_ms, filter_results, unknown_tagged_fields })
     }
 }
 
 impl Default for DeleteAclsResponse {
     fn default() -> Self {
-        Self {
-            throttle_time_ms: 0,
-            filter_results: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { throttle_time_ms: 0, filter_results: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

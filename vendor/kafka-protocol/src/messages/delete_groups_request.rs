@@ -13,17 +13,17 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
-/// Valid versions: 0-2
+/// Valid versions: 0-3
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeleteGroupsRequest {
     /// The group names to delete.
     ///
-    /// Supported API versions: 0-2
+    /// Supported API versions: 0-3
     pub groups_names: Vec<super::GroupId>,
 
     /// Other tagged fields
@@ -35,7 +35,7 @@ impl DeleteGroupsRequest {
     ///
     /// The group names to delete.
     ///
-    /// Supported API versions: 0-2
+    /// Supported API versions: 0-3
     pub fn with_groups_names(mut self, value: Vec<super::GroupId>) -> Self {
         self.groups_names = value;
         self
@@ -55,7 +55,7 @@ impl DeleteGroupsRequest {
 #[cfg(feature = "client")]
 impl Encodable for DeleteGroupsRequest {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 0 || version > 2 {
+        if version < 0 || version > 3 {
             bail!("specified version not supported by this message type");
         }
         if version >= 2 {
@@ -66,10 +66,7 @@ impl Encodable for DeleteGroupsRequest {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -80,18 +77,14 @@ impl Encodable for DeleteGroupsRequest {
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
         if version >= 2 {
-            total_size +=
-                types::CompactArray(types::CompactString).compute_size(&self.groups_names)?;
+            total_size += types::CompactArray(types::CompactString).compute_size(&self.groups_names)?;
         } else {
             total_size += types::Array(types::String).compute_size(&self.groups_names)?;
         }
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -104,17 +97,14 @@ impl Encodable for DeleteGroupsRequest {
 #[cfg(feature = "broker")]
 impl Decodable for DeleteGroupsRequest {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 0 || version > 2 {
+        if version < 0 || version > 3 {
             bail!("specified version not supported by this message type");
         }
-        let groups_names = if version >= 2 {
-            types::CompactArray(types::CompactString).decode(buf)?
-        } else {
-            types::Array(types::String).decode(buf)?
-        };
+        let groups_names =
+            if version >= 2 { types::CompactArray(types::CompactString).decode(buf)? } else { types::Array(types::String).decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -122,24 +112,18 @@ impl Decodable for DeleteGroupsRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            groups_names,
-            unknown_tagged_fields,
-        })
+        Ok(Self { groups_names, unknown_tagged_fields })
     }
 }
 
 impl Default for DeleteGroupsRequest {
     fn default() -> Self {
-        Self {
-            groups_names: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { groups_names: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
 impl Message for DeleteGroupsRequest {
-    const VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
+    const VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 

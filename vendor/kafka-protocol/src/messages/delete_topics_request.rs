@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 1-6
@@ -89,10 +89,7 @@ impl Encodable for DeleteTopicState {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -119,10 +116,7 @@ impl Encodable for DeleteTopicState {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -138,19 +132,11 @@ impl Decodable for DeleteTopicState {
         if version < 1 || version > 6 {
             bail!("specified version not supported by this message type");
         }
-        let name = if version >= 6 {
-            types::CompactString.decode(buf)?
-        } else {
-            None
-        };
-        let topic_id = if version >= 6 {
-            types::Uuid.decode(buf)?
-        } else {
-            Uuid::nil()
-        };
+        let name = if version >= 6 { types::CompactString.decode(buf)? } else { None };
+        let topic_id = if version >= 6 { types::Uuid.decode(buf)? } else { Uuid::nil() };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -158,21 +144,13 @@ impl Decodable for DeleteTopicState {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            topic_id,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, topic_id, unknown_tagged_fields })
     }
 }
 
 impl Default for DeleteTopicState {
     fn default() -> Self {
-        Self {
-            name: None,
-            topic_id: Uuid::nil(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { name: None, topic_id: Uuid::nil(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -268,10 +246,7 @@ impl Encodable for DeleteTopicsRequest {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -282,8 +257,7 @@ impl Encodable for DeleteTopicsRequest {
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
         if version >= 6 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
         } else {
             if !self.topics.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
@@ -291,8 +265,7 @@ impl Encodable for DeleteTopicsRequest {
         }
         if version <= 5 {
             if version >= 4 {
-                total_size +=
-                    types::CompactArray(types::CompactString).compute_size(&self.topic_names)?;
+                total_size += types::CompactArray(types::CompactString).compute_size(&self.topic_names)?;
             } else {
                 total_size += types::Array(types::String).compute_size(&self.topic_names)?;
             }
@@ -301,10 +274,7 @@ impl Encodable for DeleteTopicsRequest {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -320,11 +290,7 @@ impl Decodable for DeleteTopicsRequest {
         if version < 1 || version > 6 {
             bail!("specified version not supported by this message type");
         }
-        let topics = if version >= 6 {
-            types::CompactArray(types::Struct { version }).decode(buf)?
-        } else {
-            Default::default()
-        };
+        let topics = if version >= 6 { types::CompactArray(types::Struct { version }).decode(buf)? } else { Default::default() };
         let topic_names = if version <= 5 {
             if version >= 4 {
                 types::CompactArray(types::CompactString).decode(buf)?
@@ -337,7 +303,7 @@ impl Decodable for DeleteTopicsRequest {
         let timeout_ms = types::Int32.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -345,23 +311,13 @@ impl Decodable for DeleteTopicsRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            topics,
-            topic_names,
-            timeout_ms,
-            unknown_tagged_fields,
-        })
+        Ok(Self { topics, topic_names, timeout_ms, unknown_tagged_fields })
     }
 }
 
 impl Default for DeleteTopicsRequest {
     fn default() -> Self {
-        Self {
-            topics: Default::default(),
-            topic_names: Default::default(),
-            timeout_ms: 0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { topics: Default::default(), topic_names: Default::default(), timeout_ms: 0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-1
@@ -100,10 +100,7 @@ impl Encodable for ComponentData {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -127,10 +124,7 @@ impl Encodable for ComponentData {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -146,20 +140,12 @@ impl Decodable for ComponentData {
         if version < 0 || version > 1 {
             bail!("specified version not supported by this message type");
         }
-        let entity_type = if version >= 1 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let entity_type = if version >= 1 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let match_type = types::Int8.decode(buf)?;
-        let _match = if version >= 1 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let _match = if version >= 1 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -167,23 +153,13 @@ impl Decodable for ComponentData {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            entity_type,
-            match_type,
-            _match,
-            unknown_tagged_fields,
-        })
+        Ok(Self { entity_type, match_type, _match, unknown_tagged_fields })
     }
 }
 
 impl Default for ComponentData {
     fn default() -> Self {
-        Self {
-            entity_type: Default::default(),
-            match_type: 0,
-            _match: Some(Default::default()),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { entity_type: Default::default(), match_type: 0, _match: Some(Default::default()), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -256,10 +232,7 @@ impl Encodable for DescribeClientQuotasRequest {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -270,8 +243,7 @@ impl Encodable for DescribeClientQuotasRequest {
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
         if version >= 1 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.components)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.components)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.components)?;
         }
@@ -279,10 +251,7 @@ impl Encodable for DescribeClientQuotasRequest {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -306,7 +275,7 @@ impl Decodable for DescribeClientQuotasRequest {
         let strict = types::Boolean.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -314,21 +283,13 @@ impl Decodable for DescribeClientQuotasRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            components,
-            strict,
-            unknown_tagged_fields,
-        })
+        Ok(Self { components, strict, unknown_tagged_fields })
     }
 }
 
 impl Default for DescribeClientQuotasRequest {
     fn default() -> Self {
-        Self {
-            components: Default::default(),
-            strict: false,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { components: Default::default(), strict: false, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

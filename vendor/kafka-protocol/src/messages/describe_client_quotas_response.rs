@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-1
@@ -115,10 +115,7 @@ impl Encodable for DescribeClientQuotasResponse {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -136,18 +133,14 @@ impl Encodable for DescribeClientQuotasResponse {
             total_size += types::String.compute_size(&self.error_message)?;
         }
         if version >= 1 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.entries)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.entries)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.entries)?;
         }
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -165,11 +158,7 @@ impl Decodable for DescribeClientQuotasResponse {
         }
         let throttle_time_ms = types::Int32.decode(buf)?;
         let error_code = types::Int16.decode(buf)?;
-        let error_message = if version >= 1 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let error_message = if version >= 1 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let entries = if version >= 1 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -177,7 +166,7 @@ impl Decodable for DescribeClientQuotasResponse {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -185,13 +174,7 @@ impl Decodable for DescribeClientQuotasResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            throttle_time_ms,
-            error_code,
-            error_message,
-            entries,
-            unknown_tagged_fields,
-        })
+        Ok(Self { throttle_time_ms, error_code, error_message, entries, unknown_tagged_fields })
     }
 }
 
@@ -280,10 +263,7 @@ impl Encodable for EntityData {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -306,10 +286,7 @@ impl Encodable for EntityData {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -325,19 +302,11 @@ impl Decodable for EntityData {
         if version < 0 || version > 1 {
             bail!("specified version not supported by this message type");
         }
-        let entity_type = if version >= 1 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let entity_name = if version >= 1 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let entity_type = if version >= 1 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let entity_name = if version >= 1 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -345,21 +314,13 @@ impl Decodable for EntityData {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            entity_type,
-            entity_name,
-            unknown_tagged_fields,
-        })
+        Ok(Self { entity_type, entity_name, unknown_tagged_fields })
     }
 }
 
 impl Default for EntityData {
     fn default() -> Self {
-        Self {
-            entity_type: Default::default(),
-            entity_name: Some(Default::default()),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { entity_type: Default::default(), entity_name: Some(Default::default()), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -436,10 +397,7 @@ impl Encodable for EntryData {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -450,24 +408,19 @@ impl Encodable for EntryData {
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
         if version >= 1 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.entity)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.entity)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.entity)?;
         }
         if version >= 1 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.values)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.values)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.values)?;
         }
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -495,7 +448,7 @@ impl Decodable for EntryData {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -503,21 +456,13 @@ impl Decodable for EntryData {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            entity,
-            values,
-            unknown_tagged_fields,
-        })
+        Ok(Self { entity, values, unknown_tagged_fields })
     }
 }
 
 impl Default for EntryData {
     fn default() -> Self {
-        Self {
-            entity: Default::default(),
-            values: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { entity: Default::default(), values: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -590,10 +535,7 @@ impl Encodable for ValueData {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -612,10 +554,7 @@ impl Encodable for ValueData {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -631,15 +570,11 @@ impl Decodable for ValueData {
         if version < 0 || version > 1 {
             bail!("specified version not supported by this message type");
         }
-        let key = if version >= 1 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let key = if version >= 1 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let value = types::Float64.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -647,21 +582,13 @@ impl Decodable for ValueData {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            key,
-            value,
-            unknown_tagged_fields,
-        })
+        Ok(Self { key, value, unknown_tagged_fields })
     }
 }
 
 impl Default for ValueData {
     fn default() -> Self {
-        Self {
-            key: Default::default(),
-            value: 0.0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { key: Default::default(), value: 0.0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-2
@@ -103,10 +103,7 @@ impl Encodable for DescribeClusterRequest {
         }
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -132,10 +129,7 @@ impl Encodable for DescribeClusterRequest {
         }
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -151,30 +145,17 @@ impl Decodable for DescribeClusterRequest {
             bail!("specified version not supported by this message type");
         }
         let include_cluster_authorized_operations = types::Boolean.decode(buf)?;
-        let endpoint_type = if version >= 1 {
-            types::Int8.decode(buf)?
-        } else {
-            1
-        };
-        let include_fenced_brokers = if version >= 2 {
-            types::Boolean.decode(buf)?
-        } else {
-            false
-        };
+        let endpoint_type = if version >= 1 { types::Int8.decode(buf)? } else { 1 };
+        let include_fenced_brokers = if version >= 2 { types::Boolean.decode(buf)? } else { false };
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            include_cluster_authorized_operations,
-            endpoint_type,
-            include_fenced_brokers,
-            unknown_tagged_fields,
-        })
+        Ok(Self { include_cluster_authorized_operations, endpoint_type, include_fenced_brokers, unknown_tagged_fields })
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 1-4
@@ -102,10 +102,7 @@ impl Encodable for DescribeConfigsRequest {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -116,8 +113,7 @@ impl Encodable for DescribeConfigsRequest {
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
         if version >= 4 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.resources)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.resources)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.resources)?;
         }
@@ -132,10 +128,7 @@ impl Encodable for DescribeConfigsRequest {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -157,14 +150,10 @@ impl Decodable for DescribeConfigsRequest {
             types::Array(types::Struct { version }).decode(buf)?
         };
         let include_synonyms = types::Boolean.decode(buf)?;
-        let include_documentation = if version >= 3 {
-            types::Boolean.decode(buf)?
-        } else {
-            false
-        };
+        let include_documentation = if version >= 3 { types::Boolean.decode(buf)? } else { false };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -172,12 +161,7 @@ impl Decodable for DescribeConfigsRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            resources,
-            include_synonyms,
-            include_documentation,
-            unknown_tagged_fields,
-        })
+        Ok(Self { resources, include_synonyms, include_documentation, unknown_tagged_fields })
     }
 }
 
@@ -280,10 +264,7 @@ impl Encodable for DescribeConfigsResource {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -300,18 +281,14 @@ impl Encodable for DescribeConfigsResource {
             total_size += types::String.compute_size(&self.resource_name)?;
         }
         if version >= 4 {
-            total_size +=
-                types::CompactArray(types::CompactString).compute_size(&self.configuration_keys)?;
+            total_size += types::CompactArray(types::CompactString).compute_size(&self.configuration_keys)?;
         } else {
             total_size += types::Array(types::String).compute_size(&self.configuration_keys)?;
         }
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -328,19 +305,12 @@ impl Decodable for DescribeConfigsResource {
             bail!("specified version not supported by this message type");
         }
         let resource_type = types::Int8.decode(buf)?;
-        let resource_name = if version >= 4 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let configuration_keys = if version >= 4 {
-            types::CompactArray(types::CompactString).decode(buf)?
-        } else {
-            types::Array(types::String).decode(buf)?
-        };
+        let resource_name = if version >= 4 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let configuration_keys =
+            if version >= 4 { types::CompactArray(types::CompactString).decode(buf)? } else { types::Array(types::String).decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -348,12 +318,7 @@ impl Decodable for DescribeConfigsResource {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            resource_type,
-            resource_name,
-            configuration_keys,
-            unknown_tagged_fields,
-        })
+        Ok(Self { resource_type, resource_name, configuration_keys, unknown_tagged_fields })
     }
 }
 

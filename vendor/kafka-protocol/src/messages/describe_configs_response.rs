@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 1-4
@@ -187,10 +187,7 @@ impl Encodable for DescribeConfigsResourceResult {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -214,8 +211,7 @@ impl Encodable for DescribeConfigsResourceResult {
         total_size += types::Int8.compute_size(&self.config_source)?;
         total_size += types::Boolean.compute_size(&self.is_sensitive)?;
         if version >= 4 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.synonyms)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.synonyms)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.synonyms)?;
         }
@@ -232,10 +228,7 @@ impl Encodable for DescribeConfigsResourceResult {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -251,16 +244,8 @@ impl Decodable for DescribeConfigsResourceResult {
         if version < 1 || version > 4 {
             bail!("specified version not supported by this message type");
         }
-        let name = if version >= 4 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let value = if version >= 4 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let name = if version >= 4 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let value = if version >= 4 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let read_only = types::Boolean.decode(buf)?;
         let config_source = types::Int8.decode(buf)?;
         let is_sensitive = types::Boolean.decode(buf)?;
@@ -269,11 +254,7 @@ impl Decodable for DescribeConfigsResourceResult {
         } else {
             types::Array(types::Struct { version }).decode(buf)?
         };
-        let config_type = if version >= 3 {
-            types::Int8.decode(buf)?
-        } else {
-            0
-        };
+        let config_type = if version >= 3 { types::Int8.decode(buf)? } else { 0 };
         let documentation = if version >= 3 {
             if version >= 4 {
                 types::CompactString.decode(buf)?
@@ -285,7 +266,7 @@ impl Decodable for DescribeConfigsResourceResult {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -293,17 +274,7 @@ impl Decodable for DescribeConfigsResourceResult {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            value,
-            read_only,
-            config_source,
-            is_sensitive,
-            synonyms,
-            config_type,
-            documentation,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, value, read_only, config_source, is_sensitive, synonyms, config_type, documentation, unknown_tagged_fields })
     }
 }
 
@@ -392,10 +363,7 @@ impl Encodable for DescribeConfigsResponse {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -407,18 +375,14 @@ impl Encodable for DescribeConfigsResponse {
         let mut total_size = 0;
         total_size += types::Int32.compute_size(&self.throttle_time_ms)?;
         if version >= 4 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.results)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.results)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.results)?;
         }
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -442,7 +406,7 @@ impl Decodable for DescribeConfigsResponse {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -450,21 +414,13 @@ impl Decodable for DescribeConfigsResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            throttle_time_ms,
-            results,
-            unknown_tagged_fields,
-        })
+        Ok(Self { throttle_time_ms, results, unknown_tagged_fields })
     }
 }
 
 impl Default for DescribeConfigsResponse {
     fn default() -> Self {
-        Self {
-            throttle_time_ms: 0,
-            results: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { throttle_time_ms: 0, results: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -590,10 +546,7 @@ impl Encodable for DescribeConfigsResult {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -616,18 +569,14 @@ impl Encodable for DescribeConfigsResult {
             total_size += types::String.compute_size(&self.resource_name)?;
         }
         if version >= 4 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.configs)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.configs)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.configs)?;
         }
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -644,17 +593,9 @@ impl Decodable for DescribeConfigsResult {
             bail!("specified version not supported by this message type");
         }
         let error_code = types::Int16.decode(buf)?;
-        let error_message = if version >= 4 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let error_message = if version >= 4 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let resource_type = types::Int8.decode(buf)?;
-        let resource_name = if version >= 4 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let resource_name = if version >= 4 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let configs = if version >= 4 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -662,7 +603,7 @@ impl Decodable for DescribeConfigsResult {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -670,14 +611,7 @@ impl Decodable for DescribeConfigsResult {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            error_code,
-            error_message,
-            resource_type,
-            resource_name,
-            configs,
-            unknown_tagged_fields,
-        })
+        Ok(Self { error_code, error_message, resource_type, resource_name, configs, unknown_tagged_fields })
     }
 }
 
@@ -782,10 +716,7 @@ impl Encodable for DescribeConfigsSynonym {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -809,10 +740,7 @@ impl Encodable for DescribeConfigsSynonym {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -828,20 +756,12 @@ impl Decodable for DescribeConfigsSynonym {
         if version < 1 || version > 4 {
             bail!("specified version not supported by this message type");
         }
-        let name = if version >= 4 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let value = if version >= 4 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let name = if version >= 4 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let value = if version >= 4 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let source = types::Int8.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -849,23 +769,13 @@ impl Decodable for DescribeConfigsSynonym {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            value,
-            source,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, value, source, unknown_tagged_fields })
     }
 }
 
 impl Default for DescribeConfigsSynonym {
     fn default() -> Self {
-        Self {
-            name: Default::default(),
-            value: Some(Default::default()),
-            source: 0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { name: Default::default(), value: Some(Default::default()), source: 0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 1-3
@@ -85,10 +85,7 @@ impl Encodable for DescribeDelegationTokenOwner {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -111,10 +108,7 @@ impl Encodable for DescribeDelegationTokenOwner {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -130,19 +124,11 @@ impl Decodable for DescribeDelegationTokenOwner {
         if version < 1 || version > 3 {
             bail!("specified version not supported by this message type");
         }
-        let principal_type = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let principal_name = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let principal_type = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let principal_name = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -150,21 +136,13 @@ impl Decodable for DescribeDelegationTokenOwner {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            principal_type,
-            principal_name,
-            unknown_tagged_fields,
-        })
+        Ok(Self { principal_type, principal_name, unknown_tagged_fields })
     }
 }
 
 impl Default for DescribeDelegationTokenOwner {
     fn default() -> Self {
-        Self {
-            principal_type: Default::default(),
-            principal_name: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { principal_type: Default::default(), principal_name: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -222,10 +200,7 @@ impl Encodable for DescribeDelegationTokenRequest {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -236,18 +211,14 @@ impl Encodable for DescribeDelegationTokenRequest {
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
         if version >= 2 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.owners)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.owners)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.owners)?;
         }
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -270,7 +241,7 @@ impl Decodable for DescribeDelegationTokenRequest {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -278,19 +249,13 @@ impl Decodable for DescribeDelegationTokenRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            owners,
-            unknown_tagged_fields,
-        })
+        Ok(Self { owners, unknown_tagged_fields })
     }
 }
 
 impl Default for DescribeDelegationTokenRequest {
     fn default() -> Self {
-        Self {
-            owners: Some(Default::default()),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { owners: Some(Default::default()), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 1-3
@@ -96,10 +96,7 @@ impl Encodable for DescribeDelegationTokenResponse {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -111,8 +108,7 @@ impl Encodable for DescribeDelegationTokenResponse {
         let mut total_size = 0;
         total_size += types::Int16.compute_size(&self.error_code)?;
         if version >= 2 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.tokens)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.tokens)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.tokens)?;
         }
@@ -120,10 +116,7 @@ impl Encodable for DescribeDelegationTokenResponse {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -148,7 +141,7 @@ impl Decodable for DescribeDelegationTokenResponse {
         let throttle_time_ms = types::Int32.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -156,23 +149,13 @@ impl Decodable for DescribeDelegationTokenResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            error_code,
-            tokens,
-            throttle_time_ms,
-            unknown_tagged_fields,
-        })
+        Ok(Self { error_code, tokens, throttle_time_ms, unknown_tagged_fields })
     }
 }
 
 impl Default for DescribeDelegationTokenResponse {
     fn default() -> Self {
-        Self {
-            error_code: 0,
-            tokens: Default::default(),
-            throttle_time_ms: 0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { error_code: 0, tokens: Default::default(), throttle_time_ms: 0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -393,10 +376,7 @@ impl Encodable for DescribedDelegationToken {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -417,16 +397,14 @@ impl Encodable for DescribedDelegationToken {
             total_size += types::String.compute_size(&self.principal_name)?;
         }
         if version >= 3 {
-            total_size +=
-                types::CompactString.compute_size(&self.token_requester_principal_type)?;
+            total_size += types::CompactString.compute_size(&self.token_requester_principal_type)?;
         } else {
             if !self.token_requester_principal_type.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
         if version >= 3 {
-            total_size +=
-                types::CompactString.compute_size(&self.token_requester_principal_name)?;
+            total_size += types::CompactString.compute_size(&self.token_requester_principal_name)?;
         } else {
             if !self.token_requester_principal_name.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
@@ -446,18 +424,14 @@ impl Encodable for DescribedDelegationToken {
             total_size += types::Bytes.compute_size(&self.hmac)?;
         }
         if version >= 2 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.renewers)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.renewers)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.renewers)?;
         }
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -473,39 +447,15 @@ impl Decodable for DescribedDelegationToken {
         if version < 1 || version > 3 {
             bail!("specified version not supported by this message type");
         }
-        let principal_type = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let principal_name = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let token_requester_principal_type = if version >= 3 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let token_requester_principal_name = if version >= 3 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
+        let principal_type = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let principal_name = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let token_requester_principal_type = if version >= 3 { types::CompactString.decode(buf)? } else { Default::default() };
+        let token_requester_principal_name = if version >= 3 { types::CompactString.decode(buf)? } else { Default::default() };
         let issue_timestamp = types::Int64.decode(buf)?;
         let expiry_timestamp = types::Int64.decode(buf)?;
         let max_timestamp = types::Int64.decode(buf)?;
-        let token_id = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let hmac = if version >= 2 {
-            types::CompactBytes.decode(buf)?
-        } else {
-            types::Bytes.decode(buf)?
-        };
+        let token_id = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let hmac = if version >= 2 { types::CompactBytes.decode(buf)? } else { types::Bytes.decode(buf)? };
         let renewers = if version >= 2 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -513,7 +463,7 @@ impl Decodable for DescribedDelegationToken {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -628,10 +578,7 @@ impl Encodable for DescribedDelegationTokenRenewer {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -654,10 +601,7 @@ impl Encodable for DescribedDelegationTokenRenewer {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -673,19 +617,11 @@ impl Decodable for DescribedDelegationTokenRenewer {
         if version < 1 || version > 3 {
             bail!("specified version not supported by this message type");
         }
-        let principal_type = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let principal_name = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let principal_type = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let principal_name = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -693,21 +629,13 @@ impl Decodable for DescribedDelegationTokenRenewer {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            principal_type,
-            principal_name,
-            unknown_tagged_fields,
-        })
+        Ok(Self { principal_type, principal_name, unknown_tagged_fields })
     }
 }
 
 impl Default for DescribedDelegationTokenRenewer {
     fn default() -> Self {
-        Self {
-            principal_type: Default::default(),
-            principal_name: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { principal_type: Default::default(), principal_name: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-6
@@ -87,10 +87,7 @@ impl Encodable for DescribeGroupsRequest {
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -115,10 +112,7 @@ impl Encodable for DescribeGroupsRequest {
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -134,19 +128,12 @@ impl Decodable for DescribeGroupsRequest {
         if version < 0 || version > 6 {
             bail!("specified version not supported by this message type");
         }
-        let groups = if version >= 5 {
-            types::CompactArray(types::CompactString).decode(buf)?
-        } else {
-            types::Array(types::String).decode(buf)?
-        };
-        let include_authorized_operations = if version >= 3 {
-            types::Boolean.decode(buf)?
-        } else {
-            false
-        };
+        let groups =
+            if version >= 5 { types::CompactArray(types::CompactString).decode(buf)? } else { types::Array(types::String).decode(buf)? };
+        let include_authorized_operations = if version >= 3 { types::Boolean.decode(buf)? } else { false };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 5 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -154,21 +141,13 @@ impl Decodable for DescribeGroupsRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            groups,
-            include_authorized_operations,
-            unknown_tagged_fields,
-        })
+        Ok(Self { groups, include_authorized_operations, unknown_tagged_fields })
     }
 }
 
 impl Default for DescribeGroupsRequest {
     fn default() -> Self {
-        Self {
-            groups: Default::default(),
-            include_authorized_operations: false,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { groups: Default::default(), include_authorized_operations: false, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-6
@@ -83,10 +83,7 @@ impl Encodable for DescribeGroupsResponse {
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -100,18 +97,14 @@ impl Encodable for DescribeGroupsResponse {
             total_size += types::Int32.compute_size(&self.throttle_time_ms)?;
         }
         if version >= 5 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.groups)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.groups)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.groups)?;
         }
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -127,11 +120,7 @@ impl Decodable for DescribeGroupsResponse {
         if version < 0 || version > 6 {
             bail!("specified version not supported by this message type");
         }
-        let throttle_time_ms = if version >= 1 {
-            types::Int32.decode(buf)?
-        } else {
-            0
-        };
+        let throttle_time_ms = if version >= 1 { types::Int32.decode(buf)? } else { 0 };
         let groups = if version >= 5 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -139,7 +128,7 @@ impl Decodable for DescribeGroupsResponse {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 5 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -147,21 +136,13 @@ impl Decodable for DescribeGroupsResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            throttle_time_ms,
-            groups,
-            unknown_tagged_fields,
-        })
+        Ok(Self { throttle_time_ms, groups, unknown_tagged_fields })
     }
 }
 
 impl Default for DescribeGroupsResponse {
     fn default() -> Self {
-        Self {
-            throttle_time_ms: 0,
-            groups: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { throttle_time_ms: 0, groups: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -352,10 +333,7 @@ impl Encodable for DescribedGroup {
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -394,8 +372,7 @@ impl Encodable for DescribedGroup {
             total_size += types::String.compute_size(&self.protocol_data)?;
         }
         if version >= 5 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.members)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.members)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.members)?;
         }
@@ -409,10 +386,7 @@ impl Encodable for DescribedGroup {
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -429,44 +403,20 @@ impl Decodable for DescribedGroup {
             bail!("specified version not supported by this message type");
         }
         let error_code = types::Int16.decode(buf)?;
-        let error_message = if version >= 6 {
-            types::CompactString.decode(buf)?
-        } else {
-            None
-        };
-        let group_id = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let group_state = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let protocol_type = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let protocol_data = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let error_message = if version >= 6 { types::CompactString.decode(buf)? } else { None };
+        let group_id = if version >= 5 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let group_state = if version >= 5 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let protocol_type = if version >= 5 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let protocol_data = if version >= 5 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let members = if version >= 5 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
             types::Array(types::Struct { version }).decode(buf)?
         };
-        let authorized_operations = if version >= 3 {
-            types::Int32.decode(buf)?
-        } else {
-            -2147483648
-        };
+        let authorized_operations = if version >= 3 { types::Int32.decode(buf)? } else { -2147483648 };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 5 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -655,10 +605,7 @@ impl Encodable for DescribedGroupMember {
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -703,10 +650,7 @@ impl Encodable for DescribedGroupMember {
         if version >= 5 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -722,11 +666,7 @@ impl Decodable for DescribedGroupMember {
         if version < 0 || version > 6 {
             bail!("specified version not supported by this message type");
         }
-        let member_id = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let member_id = if version >= 5 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let group_instance_id = if version >= 4 {
             if version >= 5 {
                 types::CompactString.decode(buf)?
@@ -736,29 +676,13 @@ impl Decodable for DescribedGroupMember {
         } else {
             None
         };
-        let client_id = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let client_host = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let member_metadata = if version >= 5 {
-            types::CompactBytes.decode(buf)?
-        } else {
-            types::Bytes.decode(buf)?
-        };
-        let member_assignment = if version >= 5 {
-            types::CompactBytes.decode(buf)?
-        } else {
-            types::Bytes.decode(buf)?
-        };
+        let client_id = if version >= 5 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let client_host = if version >= 5 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let member_metadata = if version >= 5 { types::CompactBytes.decode(buf)? } else { types::Bytes.decode(buf)? };
+        let member_assignment = if version >= 5 { types::CompactBytes.decode(buf)? } else { types::Bytes.decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 5 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -766,15 +690,7 @@ impl Decodable for DescribedGroupMember {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            member_id,
-            group_instance_id,
-            client_id,
-            client_host,
-            member_metadata,
-            member_assignment,
-            unknown_tagged_fields,
-        })
+        Ok(Self { member_id, group_instance_id, client_id, client_host, member_metadata, member_assignment, unknown_tagged_fields })
     }
 }
 

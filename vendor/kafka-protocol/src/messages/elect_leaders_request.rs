@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-2
@@ -102,10 +102,7 @@ impl Encodable for ElectLeadersRequest {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -123,20 +120,15 @@ impl Encodable for ElectLeadersRequest {
             }
         }
         if version >= 2 {
-            total_size += types::CompactArray(types::Struct { version })
-                .compute_size(&self.topic_partitions)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topic_partitions)?;
         } else {
-            total_size +=
-                types::Array(types::Struct { version }).compute_size(&self.topic_partitions)?;
+            total_size += types::Array(types::Struct { version }).compute_size(&self.topic_partitions)?;
         }
         total_size += types::Int32.compute_size(&self.timeout_ms)?;
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -152,11 +144,7 @@ impl Decodable for ElectLeadersRequest {
         if version < 0 || version > 2 {
             bail!("specified version not supported by this message type");
         }
-        let election_type = if version >= 1 {
-            types::Int8.decode(buf)?
-        } else {
-            0
-        };
+        let election_type = if version >= 1 { types::Int8.decode(buf)? } else { 0 };
         let topic_partitions = if version >= 2 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -165,7 +153,7 @@ impl Decodable for ElectLeadersRequest {
         let timeout_ms = types::Int32.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -173,23 +161,13 @@ impl Decodable for ElectLeadersRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            election_type,
-            topic_partitions,
-            timeout_ms,
-            unknown_tagged_fields,
-        })
+        Ok(Self { election_type, topic_partitions, timeout_ms, unknown_tagged_fields })
     }
 }
 
 impl Default for ElectLeadersRequest {
     fn default() -> Self {
-        Self {
-            election_type: 0,
-            topic_partitions: Some(Default::default()),
-            timeout_ms: 60000,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { election_type: 0, topic_partitions: Some(Default::default()), timeout_ms: 60000, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -266,10 +244,7 @@ impl Encodable for TopicPartitions {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -292,10 +267,7 @@ impl Encodable for TopicPartitions {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -311,19 +283,12 @@ impl Decodable for TopicPartitions {
         if version < 0 || version > 2 {
             bail!("specified version not supported by this message type");
         }
-        let topic = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let partitions = if version >= 2 {
-            types::CompactArray(types::Int32).decode(buf)?
-        } else {
-            types::Array(types::Int32).decode(buf)?
-        };
+        let topic = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let partitions =
+            if version >= 2 { types::CompactArray(types::Int32).decode(buf)? } else { types::Array(types::Int32).decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -331,21 +296,13 @@ impl Decodable for TopicPartitions {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            topic,
-            partitions,
-            unknown_tagged_fields,
-        })
+        Ok(Self { topic, partitions, unknown_tagged_fields })
     }
 }
 
 impl Default for TopicPartitions {
     fn default() -> Self {
-        Self {
-            topic: Default::default(),
-            partitions: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { topic: Default::default(), partitions: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-2
@@ -95,18 +95,14 @@ impl Encodable for ElectLeadersResponse {
             }
         }
         if version >= 2 {
-            types::CompactArray(types::Struct { version })
-                .encode(buf, &self.replica_election_results)?;
+            types::CompactArray(types::Struct { version }).encode(buf, &self.replica_election_results)?;
         } else {
             types::Array(types::Struct { version }).encode(buf, &self.replica_election_results)?;
         }
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -125,19 +121,14 @@ impl Encodable for ElectLeadersResponse {
             }
         }
         if version >= 2 {
-            total_size += types::CompactArray(types::Struct { version })
-                .compute_size(&self.replica_election_results)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.replica_election_results)?;
         } else {
-            total_size += types::Array(types::Struct { version })
-                .compute_size(&self.replica_election_results)?;
+            total_size += types::Array(types::Struct { version }).compute_size(&self.replica_election_results)?;
         }
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -154,11 +145,7 @@ impl Decodable for ElectLeadersResponse {
             bail!("specified version not supported by this message type");
         }
         let throttle_time_ms = types::Int32.decode(buf)?;
-        let error_code = if version >= 1 {
-            types::Int16.decode(buf)?
-        } else {
-            0
-        };
+        let error_code = if version >= 1 { types::Int16.decode(buf)? } else { 0 };
         let replica_election_results = if version >= 2 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -166,7 +153,7 @@ impl Decodable for ElectLeadersResponse {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -174,23 +161,13 @@ impl Decodable for ElectLeadersResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            throttle_time_ms,
-            error_code,
-            replica_election_results,
-            unknown_tagged_fields,
-        })
+        Ok(Self { throttle_time_ms, error_code, replica_election_results, unknown_tagged_fields })
     }
 }
 
 impl Default for ElectLeadersResponse {
     fn default() -> Self {
-        Self {
-            throttle_time_ms: 0,
-            error_code: 0,
-            replica_election_results: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { throttle_time_ms: 0, error_code: 0, replica_election_results: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -278,10 +255,7 @@ impl Encodable for PartitionResult {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -301,10 +275,7 @@ impl Encodable for PartitionResult {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -322,14 +293,10 @@ impl Decodable for PartitionResult {
         }
         let partition_id = types::Int32.decode(buf)?;
         let error_code = types::Int16.decode(buf)?;
-        let error_message = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let error_message = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -337,23 +304,13 @@ impl Decodable for PartitionResult {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            partition_id,
-            error_code,
-            error_message,
-            unknown_tagged_fields,
-        })
+        Ok(Self { partition_id, error_code, error_message, unknown_tagged_fields })
     }
 }
 
 impl Default for PartitionResult {
     fn default() -> Self {
-        Self {
-            partition_id: 0,
-            error_code: 0,
-            error_message: Some(Default::default()),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { partition_id: 0, error_code: 0, error_message: Some(Default::default()), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -430,10 +387,7 @@ impl Encodable for ReplicaElectionResult {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -449,19 +403,14 @@ impl Encodable for ReplicaElectionResult {
             total_size += types::String.compute_size(&self.topic)?;
         }
         if version >= 2 {
-            total_size += types::CompactArray(types::Struct { version })
-                .compute_size(&self.partition_result)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.partition_result)?;
         } else {
-            total_size +=
-                types::Array(types::Struct { version }).compute_size(&self.partition_result)?;
+            total_size += types::Array(types::Struct { version }).compute_size(&self.partition_result)?;
         }
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -477,11 +426,7 @@ impl Decodable for ReplicaElectionResult {
         if version < 0 || version > 2 {
             bail!("specified version not supported by this message type");
         }
-        let topic = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let topic = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let partition_result = if version >= 2 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -489,7 +434,7 @@ impl Decodable for ReplicaElectionResult {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -497,21 +442,13 @@ impl Decodable for ReplicaElectionResult {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            topic,
-            partition_result,
-            unknown_tagged_fields,
-        })
+        Ok(Self { topic, partition_result, unknown_tagged_fields })
     }
 }
 
 impl Default for ReplicaElectionResult {
     fn default() -> Self {
-        Self {
-            topic: Default::default(),
-            partition_result: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { topic: Default::default(), partition_result: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

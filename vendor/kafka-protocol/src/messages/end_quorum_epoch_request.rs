@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-1
@@ -102,10 +102,7 @@ impl Encodable for EndQuorumEpochRequest {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -121,22 +118,17 @@ impl Encodable for EndQuorumEpochRequest {
             total_size += types::String.compute_size(&self.cluster_id)?;
         }
         if version >= 1 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.topics)?;
         }
         if version >= 1 {
-            total_size += types::CompactArray(types::Struct { version })
-                .compute_size(&self.leader_endpoints)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.leader_endpoints)?;
         }
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -152,24 +144,16 @@ impl Decodable for EndQuorumEpochRequest {
         if version < 0 || version > 1 {
             bail!("specified version not supported by this message type");
         }
-        let cluster_id = if version >= 1 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let cluster_id = if version >= 1 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let topics = if version >= 1 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
             types::Array(types::Struct { version }).decode(buf)?
         };
-        let leader_endpoints = if version >= 1 {
-            types::CompactArray(types::Struct { version }).decode(buf)?
-        } else {
-            Default::default()
-        };
+        let leader_endpoints = if version >= 1 { types::CompactArray(types::Struct { version }).decode(buf)? } else { Default::default() };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -177,23 +161,13 @@ impl Decodable for EndQuorumEpochRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            cluster_id,
-            topics,
-            leader_endpoints,
-            unknown_tagged_fields,
-        })
+        Ok(Self { cluster_id, topics, leader_endpoints, unknown_tagged_fields })
     }
 }
 
 impl Default for EndQuorumEpochRequest {
     fn default() -> Self {
-        Self {
-            cluster_id: None,
-            topics: Default::default(),
-            leader_endpoints: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { cluster_id: None, topics: Default::default(), leader_endpoints: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -295,10 +269,7 @@ impl Encodable for LeaderEndpoint {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -332,10 +303,7 @@ impl Encodable for LeaderEndpoint {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -351,24 +319,12 @@ impl Decodable for LeaderEndpoint {
         if version < 0 || version > 1 {
             bail!("specified version not supported by this message type");
         }
-        let name = if version >= 1 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let host = if version >= 1 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let port = if version >= 1 {
-            types::UInt16.decode(buf)?
-        } else {
-            0
-        };
+        let name = if version >= 1 { types::CompactString.decode(buf)? } else { Default::default() };
+        let host = if version >= 1 { types::CompactString.decode(buf)? } else { Default::default() };
+        let port = if version >= 1 { types::UInt16.decode(buf)? } else { 0 };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -376,23 +332,13 @@ impl Decodable for LeaderEndpoint {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            host,
-            port,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, host, port, unknown_tagged_fields })
     }
 }
 
 impl Default for LeaderEndpoint {
     fn default() -> Self {
-        Self {
-            name: Default::default(),
-            host: Default::default(),
-            port: 0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { name: Default::default(), host: Default::default(), port: 0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -505,16 +451,12 @@ impl Encodable for PartitionData {
             types::Array(types::Int32).encode(buf, &self.preferred_successors)?;
         }
         if version >= 1 {
-            types::CompactArray(types::Struct { version })
-                .encode(buf, &self.preferred_candidates)?;
+            types::CompactArray(types::Struct { version }).encode(buf, &self.preferred_candidates)?;
         }
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -531,16 +473,12 @@ impl Encodable for PartitionData {
             total_size += types::Array(types::Int32).compute_size(&self.preferred_successors)?;
         }
         if version >= 1 {
-            total_size += types::CompactArray(types::Struct { version })
-                .compute_size(&self.preferred_candidates)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.preferred_candidates)?;
         }
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -559,19 +497,12 @@ impl Decodable for PartitionData {
         let partition_index = types::Int32.decode(buf)?;
         let leader_id = types::Int32.decode(buf)?;
         let leader_epoch = types::Int32.decode(buf)?;
-        let preferred_successors = if version == 0 {
-            types::Array(types::Int32).decode(buf)?
-        } else {
-            Default::default()
-        };
-        let preferred_candidates = if version >= 1 {
-            types::CompactArray(types::Struct { version }).decode(buf)?
-        } else {
-            Default::default()
-        };
+        let preferred_successors = if version == 0 { types::Array(types::Int32).decode(buf)? } else { Default::default() };
+        let preferred_candidates =
+            if version >= 1 { types::CompactArray(types::Struct { version }).decode(buf)? } else { Default::default() };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -579,14 +510,7 @@ impl Decodable for PartitionData {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            partition_index,
-            leader_id,
-            leader_epoch,
-            preferred_successors,
-            preferred_candidates,
-            unknown_tagged_fields,
-        })
+        Ok(Self { partition_index, leader_id, leader_epoch, preferred_successors, preferred_candidates, unknown_tagged_fields })
     }
 }
 
@@ -680,10 +604,7 @@ impl Encodable for ReplicaInfo {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -710,10 +631,7 @@ impl Encodable for ReplicaInfo {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -729,19 +647,11 @@ impl Decodable for ReplicaInfo {
         if version < 0 || version > 1 {
             bail!("specified version not supported by this message type");
         }
-        let candidate_id = if version >= 1 {
-            types::Int32.decode(buf)?
-        } else {
-            (0).into()
-        };
-        let candidate_directory_id = if version >= 1 {
-            types::Uuid.decode(buf)?
-        } else {
-            Uuid::nil()
-        };
+        let candidate_id = if version >= 1 { types::Int32.decode(buf)? } else { (0).into() };
+        let candidate_directory_id = if version >= 1 { types::Uuid.decode(buf)? } else { Uuid::nil() };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -749,21 +659,13 @@ impl Decodable for ReplicaInfo {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            candidate_id,
-            candidate_directory_id,
-            unknown_tagged_fields,
-        })
+        Ok(Self { candidate_id, candidate_directory_id, unknown_tagged_fields })
     }
 }
 
 impl Default for ReplicaInfo {
     fn default() -> Self {
-        Self {
-            candidate_id: (0).into(),
-            candidate_directory_id: Uuid::nil(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { candidate_id: (0).into(), candidate_directory_id: Uuid::nil(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -840,10 +742,7 @@ impl Encodable for TopicData {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -859,18 +758,14 @@ impl Encodable for TopicData {
             total_size += types::String.compute_size(&self.topic_name)?;
         }
         if version >= 1 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.partitions)?;
         }
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -886,11 +781,7 @@ impl Decodable for TopicData {
         if version < 0 || version > 1 {
             bail!("specified version not supported by this message type");
         }
-        let topic_name = if version >= 1 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let topic_name = if version >= 1 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let partitions = if version >= 1 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -898,7 +789,7 @@ impl Decodable for TopicData {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -906,21 +797,13 @@ impl Decodable for TopicData {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            topic_name,
-            partitions,
-            unknown_tagged_fields,
-        })
+        Ok(Self { topic_name, partitions, unknown_tagged_fields })
     }
 }
 
 impl Default for TopicData {
     fn default() -> Self {
-        Self {
-            topic_name: Default::default(),
-            partitions: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { topic_name: Default::default(), partitions: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-1
@@ -98,20 +98,13 @@ impl Encodable for EndQuorumEpochResponse {
                 num_tagged_fields += 1;
             }
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
             if !self.node_endpoints.is_empty() {
-                let computed_size = types::CompactArray(types::Struct { version })
-                    .compute_size(&self.node_endpoints)?;
+                let computed_size = types::CompactArray(types::Struct { version }).compute_size(&self.node_endpoints)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 types::UnsignedVarInt.encode(buf, 0)?;
                 types::UnsignedVarInt.encode(buf, computed_size as u32)?;
@@ -126,8 +119,7 @@ impl Encodable for EndQuorumEpochResponse {
         let mut total_size = 0;
         total_size += types::Int16.compute_size(&self.error_code)?;
         if version >= 1 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.topics)?;
         }
@@ -137,20 +129,13 @@ impl Encodable for EndQuorumEpochResponse {
                 num_tagged_fields += 1;
             }
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
             if !self.node_endpoints.is_empty() {
-                let computed_size = types::CompactArray(types::Struct { version })
-                    .compute_size(&self.node_endpoints)?;
+                let computed_size = types::CompactArray(types::Struct { version }).compute_size(&self.node_endpoints)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 total_size += types::UnsignedVarInt.compute_size(0)?;
                 total_size += types::UnsignedVarInt.compute_size(computed_size as u32)?;
@@ -178,14 +163,13 @@ impl Decodable for EndQuorumEpochResponse {
         let mut node_endpoints = Default::default();
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 match tag {
                     0 => {
-                        node_endpoints =
-                            types::CompactArray(types::Struct { version }).decode(buf)?;
+                        node_endpoints = types::CompactArray(types::Struct { version }).decode(buf)?;
                     }
                     _ => {
                         let unknown_value = buf.try_get_bytes(size as usize)?;
@@ -194,23 +178,13 @@ impl Decodable for EndQuorumEpochResponse {
                 }
             }
         }
-        Ok(Self {
-            error_code,
-            topics,
-            node_endpoints,
-            unknown_tagged_fields,
-        })
+        Ok(Self { error_code, topics, node_endpoints, unknown_tagged_fields })
     }
 }
 
 impl Default for EndQuorumEpochResponse {
     fn default() -> Self {
-        Self {
-            error_code: 0,
-            topics: Default::default(),
-            node_endpoints: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { error_code: 0, topics: Default::default(), node_endpoints: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -312,10 +286,7 @@ impl Encodable for NodeEndpoint {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -349,10 +320,7 @@ impl Encodable for NodeEndpoint {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -368,24 +336,12 @@ impl Decodable for NodeEndpoint {
         if version < 0 || version > 1 {
             bail!("specified version not supported by this message type");
         }
-        let node_id = if version >= 1 {
-            types::Int32.decode(buf)?
-        } else {
-            (0).into()
-        };
-        let host = if version >= 1 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let port = if version >= 1 {
-            types::UInt16.decode(buf)?
-        } else {
-            0
-        };
+        let node_id = if version >= 1 { types::Int32.decode(buf)? } else { (0).into() };
+        let host = if version >= 1 { types::CompactString.decode(buf)? } else { Default::default() };
+        let port = if version >= 1 { types::UInt16.decode(buf)? } else { 0 };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -393,23 +349,13 @@ impl Decodable for NodeEndpoint {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            node_id,
-            host,
-            port,
-            unknown_tagged_fields,
-        })
+        Ok(Self { node_id, host, port, unknown_tagged_fields })
     }
 }
 
 impl Default for NodeEndpoint {
     fn default() -> Self {
-        Self {
-            node_id: (0).into(),
-            host: Default::default(),
-            port: 0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { node_id: (0).into(), host: Default::default(), port: 0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -508,10 +454,7 @@ impl Encodable for PartitionData {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -528,10 +471,7 @@ impl Encodable for PartitionData {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -553,7 +493,7 @@ impl Decodable for PartitionData {
         let leader_epoch = types::Int32.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -561,25 +501,13 @@ impl Decodable for PartitionData {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            partition_index,
-            error_code,
-            leader_id,
-            leader_epoch,
-            unknown_tagged_fields,
-        })
+        Ok(Self { partition_index, error_code, leader_id, leader_epoch, unknown_tagged_fields })
     }
 }
 
 impl Default for PartitionData {
     fn default() -> Self {
-        Self {
-            partition_index: 0,
-            error_code: 0,
-            leader_id: (0).into(),
-            leader_epoch: 0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { partition_index: 0, error_code: 0, leader_id: (0).into(), leader_epoch: 0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -656,10 +584,7 @@ impl Encodable for TopicData {
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -675,18 +600,14 @@ impl Encodable for TopicData {
             total_size += types::String.compute_size(&self.topic_name)?;
         }
         if version >= 1 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.partitions)?;
         }
         if version >= 1 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -702,11 +623,7 @@ impl Decodable for TopicData {
         if version < 0 || version > 1 {
             bail!("specified version not supported by this message type");
         }
-        let topic_name = if version >= 1 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let topic_name = if version >= 1 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let partitions = if version >= 1 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -714,7 +631,7 @@ impl Decodable for TopicData {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -722,21 +639,13 @@ impl Decodable for TopicData {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            topic_name,
-            partitions,
-            unknown_tagged_fields,
-        })
+        Ok(Self { topic_name, partitions, unknown_tagged_fields })
     }
 }
 
 impl Default for TopicData {
     fn default() -> Self {
-        Self {
-            topic_name: Default::default(),
-            partitions: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { topic_name: Default::default(), partitions: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0
@@ -68,9 +68,7 @@ impl Decodable for EndTxnMarker {
 
 impl Default for EndTxnMarker {
     fn default() -> Self {
-        Self {
-            coordinator_epoch: 0,
-        }
+        Self { coordinator_epoch: 0 }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-5
@@ -111,10 +111,7 @@ impl Encodable for EndTxnResponse {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -135,10 +132,7 @@ impl Encodable for EndTxnResponse {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -156,19 +150,11 @@ impl Decodable for EndTxnResponse {
         }
         let throttle_time_ms = types::Int32.decode(buf)?;
         let error_code = types::Int16.decode(buf)?;
-        let producer_id = if version >= 5 {
-            types::Int64.decode(buf)?
-        } else {
-            (-1).into()
-        };
-        let producer_epoch = if version >= 5 {
-            types::Int16.decode(buf)?
-        } else {
-            -1
-        };
+        let producer_id = if version >= 5 { types::Int64.decode(buf)? } else { (-1).into() };
+        let producer_epoch = if version >= 5 { types::Int16.decode(buf)? } else { -1 };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -176,25 +162,13 @@ impl Decodable for EndTxnResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            throttle_time_ms,
-            error_code,
-            producer_id,
-            producer_epoch,
-            unknown_tagged_fields,
-        })
+        Ok(Self { throttle_time_ms, error_code, producer_id, producer_epoch, unknown_tagged_fields })
     }
 }
 
 impl Default for EndTxnResponse {
     fn default() -> Self {
-        Self {
-            throttle_time_ms: 0,
-            error_code: 0,
-            producer_id: (-1).into(),
-            producer_epoch: -1,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { throttle_time_ms: 0, error_code: 0, producer_id: (-1).into(), producer_epoch: -1, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 1-2
@@ -81,10 +81,7 @@ impl Encodable for ExpireDelegationTokenRequest {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -103,10 +100,7 @@ impl Encodable for ExpireDelegationTokenRequest {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -122,15 +116,11 @@ impl Decodable for ExpireDelegationTokenRequest {
         if version < 1 || version > 2 {
             bail!("specified version not supported by this message type");
         }
-        let hmac = if version >= 2 {
-            types::CompactBytes.decode(buf)?
-        } else {
-            types::Bytes.decode(buf)?
-        };
+        let hmac = if version >= 2 { types::CompactBytes.decode(buf)? } else { types::Bytes.decode(buf)? };
         let expiry_time_period_ms = types::Int64.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -138,21 +128,13 @@ impl Decodable for ExpireDelegationTokenRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            hmac,
-            expiry_time_period_ms,
-            unknown_tagged_fields,
-        })
+        Ok(Self { hmac, expiry_time_period_ms, unknown_tagged_fields })
     }
 }
 
 impl Default for ExpireDelegationTokenRequest {
     fn default() -> Self {
-        Self {
-            hmac: Default::default(),
-            expiry_time_period_ms: 0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { hmac: Default::default(), expiry_time_period_ms: 0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 4-18
@@ -185,20 +185,14 @@ impl Encodable for FetchPartition {
                 }
             }
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
             if version >= 17 {
                 if &self.replica_directory_id != &Uuid::nil() {
                     let computed_size = types::Uuid.compute_size(&self.replica_directory_id)?;
                     if computed_size > std::u32::MAX as usize {
-                        bail!(
-                            "Tagged field is too large to encode ({} bytes)",
-                            computed_size
-                        );
+                        bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                     }
                     types::UnsignedVarInt.encode(buf, 0)?;
                     types::UnsignedVarInt.encode(buf, computed_size as u32)?;
@@ -209,10 +203,7 @@ impl Encodable for FetchPartition {
                 if self.high_watermark != 9223372036854775807 {
                     let computed_size = types::Int64.compute_size(&self.high_watermark)?;
                     if computed_size > std::u32::MAX as usize {
-                        bail!(
-                            "Tagged field is too large to encode ({} bytes)",
-                            computed_size
-                        );
+                        bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                     }
                     types::UnsignedVarInt.encode(buf, 1)?;
                     types::UnsignedVarInt.encode(buf, computed_size as u32)?;
@@ -254,20 +245,14 @@ impl Encodable for FetchPartition {
                 }
             }
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
             if version >= 17 {
                 if &self.replica_directory_id != &Uuid::nil() {
                     let computed_size = types::Uuid.compute_size(&self.replica_directory_id)?;
                     if computed_size > std::u32::MAX as usize {
-                        bail!(
-                            "Tagged field is too large to encode ({} bytes)",
-                            computed_size
-                        );
+                        bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                     }
                     total_size += types::UnsignedVarInt.compute_size(0)?;
                     total_size += types::UnsignedVarInt.compute_size(computed_size as u32)?;
@@ -278,10 +263,7 @@ impl Encodable for FetchPartition {
                 if self.high_watermark != 9223372036854775807 {
                     let computed_size = types::Int64.compute_size(&self.high_watermark)?;
                     if computed_size > std::u32::MAX as usize {
-                        bail!(
-                            "Tagged field is too large to encode ({} bytes)",
-                            computed_size
-                        );
+                        bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                     }
                     total_size += types::UnsignedVarInt.compute_size(1)?;
                     total_size += types::UnsignedVarInt.compute_size(computed_size as u32)?;
@@ -301,28 +283,16 @@ impl Decodable for FetchPartition {
             bail!("specified version not supported by this message type");
         }
         let partition = types::Int32.decode(buf)?;
-        let current_leader_epoch = if version >= 9 {
-            types::Int32.decode(buf)?
-        } else {
-            -1
-        };
+        let current_leader_epoch = if version >= 9 { types::Int32.decode(buf)? } else { -1 };
         let fetch_offset = types::Int64.decode(buf)?;
-        let last_fetched_epoch = if version >= 12 {
-            types::Int32.decode(buf)?
-        } else {
-            -1
-        };
-        let log_start_offset = if version >= 5 {
-            types::Int64.decode(buf)?
-        } else {
-            -1
-        };
+        let last_fetched_epoch = if version >= 12 { types::Int32.decode(buf)? } else { -1 };
+        let log_start_offset = if version >= 5 { types::Int64.decode(buf)? } else { -1 };
         let partition_max_bytes = types::Int32.decode(buf)?;
         let mut replica_directory_id = Uuid::nil();
         let mut high_watermark = 9223372036854775807;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 12 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -602,8 +572,7 @@ impl Encodable for FetchRequest {
         }
         if version >= 7 {
             if version >= 12 {
-                types::CompactArray(types::Struct { version })
-                    .encode(buf, &self.forgotten_topics_data)?;
+                types::CompactArray(types::Struct { version }).encode(buf, &self.forgotten_topics_data)?;
             } else {
                 types::Array(types::Struct { version }).encode(buf, &self.forgotten_topics_data)?;
             }
@@ -630,19 +599,13 @@ impl Encodable for FetchRequest {
                 }
             }
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
             if !self.cluster_id.is_none() {
                 let computed_size = types::CompactString.compute_size(&self.cluster_id)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 types::UnsignedVarInt.encode(buf, 0)?;
                 types::UnsignedVarInt.encode(buf, computed_size as u32)?;
@@ -650,13 +613,9 @@ impl Encodable for FetchRequest {
             }
             if version >= 15 {
                 if &self.replica_state != &Default::default() {
-                    let computed_size =
-                        types::Struct { version }.compute_size(&self.replica_state)?;
+                    let computed_size = types::Struct { version }.compute_size(&self.replica_state)?;
                     if computed_size > std::u32::MAX as usize {
-                        bail!(
-                            "Tagged field is too large to encode ({} bytes)",
-                            computed_size
-                        );
+                        bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                     }
                     types::UnsignedVarInt.encode(buf, 1)?;
                     types::UnsignedVarInt.encode(buf, computed_size as u32)?;
@@ -687,18 +646,15 @@ impl Encodable for FetchRequest {
             total_size += types::Int32.compute_size(&self.session_epoch)?;
         }
         if version >= 12 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.topics)?;
         }
         if version >= 7 {
             if version >= 12 {
-                total_size += types::CompactArray(types::Struct { version })
-                    .compute_size(&self.forgotten_topics_data)?;
+                total_size += types::CompactArray(types::Struct { version }).compute_size(&self.forgotten_topics_data)?;
             } else {
-                total_size += types::Array(types::Struct { version })
-                    .compute_size(&self.forgotten_topics_data)?;
+                total_size += types::Array(types::Struct { version }).compute_size(&self.forgotten_topics_data)?;
             }
         } else {
             if !self.forgotten_topics_data.is_empty() {
@@ -723,19 +679,13 @@ impl Encodable for FetchRequest {
                 }
             }
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
             if !self.cluster_id.is_none() {
                 let computed_size = types::CompactString.compute_size(&self.cluster_id)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 total_size += types::UnsignedVarInt.compute_size(0)?;
                 total_size += types::UnsignedVarInt.compute_size(computed_size as u32)?;
@@ -743,13 +693,9 @@ impl Encodable for FetchRequest {
             }
             if version >= 15 {
                 if &self.replica_state != &Default::default() {
-                    let computed_size =
-                        types::Struct { version }.compute_size(&self.replica_state)?;
+                    let computed_size = types::Struct { version }.compute_size(&self.replica_state)?;
                     if computed_size > std::u32::MAX as usize {
-                        bail!(
-                            "Tagged field is too large to encode ({} bytes)",
-                            computed_size
-                        );
+                        bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                     }
                     total_size += types::UnsignedVarInt.compute_size(1)?;
                     total_size += types::UnsignedVarInt.compute_size(computed_size as u32)?;
@@ -769,26 +715,14 @@ impl Decodable for FetchRequest {
             bail!("specified version not supported by this message type");
         }
         let mut cluster_id = None;
-        let replica_id = if version <= 14 {
-            types::Int32.decode(buf)?
-        } else {
-            (-1).into()
-        };
+        let replica_id = if version <= 14 { types::Int32.decode(buf)? } else { (-1).into() };
         let mut replica_state = Default::default();
         let max_wait_ms = types::Int32.decode(buf)?;
         let min_bytes = types::Int32.decode(buf)?;
         let max_bytes = types::Int32.decode(buf)?;
         let isolation_level = types::Int8.decode(buf)?;
-        let session_id = if version >= 7 {
-            types::Int32.decode(buf)?
-        } else {
-            0
-        };
-        let session_epoch = if version >= 7 {
-            types::Int32.decode(buf)?
-        } else {
-            -1
-        };
+        let session_id = if version >= 7 { types::Int32.decode(buf)? } else { 0 };
+        let session_epoch = if version >= 7 { types::Int32.decode(buf)? } else { -1 };
         let topics = if version >= 12 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -814,7 +748,7 @@ impl Decodable for FetchRequest {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 12 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -966,10 +900,7 @@ impl Encodable for FetchTopic {
         if version >= 12 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -990,18 +921,14 @@ impl Encodable for FetchTopic {
             total_size += types::Uuid.compute_size(&self.topic_id)?;
         }
         if version >= 12 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.partitions)?;
         }
         if version >= 12 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -1026,11 +953,7 @@ impl Decodable for FetchTopic {
         } else {
             Default::default()
         };
-        let topic_id = if version >= 13 {
-            types::Uuid.decode(buf)?
-        } else {
-            Uuid::nil()
-        };
+        let topic_id = if version >= 13 { types::Uuid.decode(buf)? } else { Uuid::nil() };
         let partitions = if version >= 12 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -1038,7 +961,7 @@ impl Decodable for FetchTopic {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 12 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -1046,23 +969,13 @@ impl Decodable for FetchTopic {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            topic,
-            topic_id,
-            partitions,
-            unknown_tagged_fields,
-        })
+        Ok(Self { topic, topic_id, partitions, unknown_tagged_fields })
     }
 }
 
 impl Default for FetchTopic {
     fn default() -> Self {
-        Self {
-            topic: Default::default(),
-            topic_id: Uuid::nil(),
-            partitions: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { topic: Default::default(), topic_id: Uuid::nil(), partitions: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -1164,10 +1077,7 @@ impl Encodable for ForgottenTopic {
         if version >= 12 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -1201,10 +1111,7 @@ impl Encodable for ForgottenTopic {
         if version >= 12 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -1229,11 +1136,7 @@ impl Decodable for ForgottenTopic {
         } else {
             Default::default()
         };
-        let topic_id = if version >= 13 {
-            types::Uuid.decode(buf)?
-        } else {
-            Uuid::nil()
-        };
+        let topic_id = if version >= 13 { types::Uuid.decode(buf)? } else { Uuid::nil() };
         let partitions = if version >= 7 {
             if version >= 12 {
                 types::CompactArray(types::Int32).decode(buf)?
@@ -1245,7 +1148,7 @@ impl Decodable for ForgottenTopic {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 12 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -1253,23 +1156,13 @@ impl Decodable for ForgottenTopic {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            topic,
-            topic_id,
-            partitions,
-            unknown_tagged_fields,
-        })
+        Ok(Self { topic, topic_id, partitions, unknown_tagged_fields })
     }
 }
 
 impl Default for ForgottenTopic {
     fn default() -> Self {
-        Self {
-            topic: Default::default(),
-            topic_id: Uuid::nil(),
-            partitions: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { topic: Default::default(), topic_id: Uuid::nil(), partitions: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -1350,10 +1243,7 @@ impl Encodable for ReplicaState {
         if version >= 12 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -1380,10 +1270,7 @@ impl Encodable for ReplicaState {
         if version >= 12 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -1399,19 +1286,11 @@ impl Decodable for ReplicaState {
         if version < 4 || version > 18 {
             bail!("specified version not supported by this message type");
         }
-        let replica_id = if version >= 15 {
-            types::Int32.decode(buf)?
-        } else {
-            (-1).into()
-        };
-        let replica_epoch = if version >= 15 {
-            types::Int64.decode(buf)?
-        } else {
-            -1
-        };
+        let replica_id = if version >= 15 { types::Int32.decode(buf)? } else { (-1).into() };
+        let replica_epoch = if version >= 15 { types::Int64.decode(buf)? } else { -1 };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 12 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -1419,21 +1298,13 @@ impl Decodable for ReplicaState {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            replica_id,
-            replica_epoch,
-            unknown_tagged_fields,
-        })
+        Ok(Self { replica_id, replica_epoch, unknown_tagged_fields })
     }
 }
 
 impl Default for ReplicaState {
     fn default() -> Self {
-        Self {
-            replica_id: (-1).into(),
-            replica_epoch: -1,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { replica_id: (-1).into(), replica_epoch: -1, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 4-18
@@ -77,10 +77,7 @@ impl Encodable for AbortedTransaction {
         if version >= 12 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -95,10 +92,7 @@ impl Encodable for AbortedTransaction {
         if version >= 12 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -118,7 +112,7 @@ impl Decodable for AbortedTransaction {
         let first_offset = types::Int64.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 12 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -126,21 +120,13 @@ impl Decodable for AbortedTransaction {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            producer_id,
-            first_offset,
-            unknown_tagged_fields,
-        })
+        Ok(Self { producer_id, first_offset, unknown_tagged_fields })
     }
 }
 
 impl Default for AbortedTransaction {
     fn default() -> Self {
-        Self {
-            producer_id: (0).into(),
-            first_offset: 0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { producer_id: (0).into(), first_offset: 0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -221,10 +207,7 @@ impl Encodable for EpochEndOffset {
         if version >= 12 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -251,10 +234,7 @@ impl Encodable for EpochEndOffset {
         if version >= 12 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -270,19 +250,11 @@ impl Decodable for EpochEndOffset {
         if version < 4 || version > 18 {
             bail!("specified version not supported by this message type");
         }
-        let epoch = if version >= 12 {
-            types::Int32.decode(buf)?
-        } else {
-            -1
-        };
-        let end_offset = if version >= 12 {
-            types::Int64.decode(buf)?
-        } else {
-            -1
-        };
+        let epoch = if version >= 12 { types::Int32.decode(buf)? } else { -1 };
+        let end_offset = if version >= 12 { types::Int64.decode(buf)? } else { -1 };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 12 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -290,21 +262,13 @@ impl Decodable for EpochEndOffset {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            epoch,
-            end_offset,
-            unknown_tagged_fields,
-        })
+        Ok(Self { epoch, end_offset, unknown_tagged_fields })
     }
 }
 
 impl Default for EpochEndOffset {
     fn default() -> Self {
-        Self {
-            epoch: -1,
-            end_offset: -1,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { epoch: -1, end_offset: -1, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -434,26 +398,18 @@ impl Encodable for FetchResponse {
                 }
             }
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
             if version >= 16 {
                 if !self.node_endpoints.is_empty() {
-                    let computed_size = types::CompactArray(types::Struct { version })
-                        .compute_size(&self.node_endpoints)?;
+                    let computed_size = types::CompactArray(types::Struct { version }).compute_size(&self.node_endpoints)?;
                     if computed_size > std::u32::MAX as usize {
-                        bail!(
-                            "Tagged field is too large to encode ({} bytes)",
-                            computed_size
-                        );
+                        bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                     }
                     types::UnsignedVarInt.encode(buf, 0)?;
                     types::UnsignedVarInt.encode(buf, computed_size as u32)?;
-                    types::CompactArray(types::Struct { version })
-                        .encode(buf, &self.node_endpoints)?;
+                    types::CompactArray(types::Struct { version }).encode(buf, &self.node_endpoints)?;
                 }
             }
             write_unknown_tagged_fields(buf, 1.., &self.unknown_tagged_fields)?;
@@ -474,8 +430,7 @@ impl Encodable for FetchResponse {
             }
         }
         if version >= 12 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.responses)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.responses)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.responses)?;
         }
@@ -487,21 +442,14 @@ impl Encodable for FetchResponse {
                 }
             }
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
             if version >= 16 {
                 if !self.node_endpoints.is_empty() {
-                    let computed_size = types::CompactArray(types::Struct { version })
-                        .compute_size(&self.node_endpoints)?;
+                    let computed_size = types::CompactArray(types::Struct { version }).compute_size(&self.node_endpoints)?;
                     if computed_size > std::u32::MAX as usize {
-                        bail!(
-                            "Tagged field is too large to encode ({} bytes)",
-                            computed_size
-                        );
+                        bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                     }
                     total_size += types::UnsignedVarInt.compute_size(0)?;
                     total_size += types::UnsignedVarInt.compute_size(computed_size as u32)?;
@@ -521,16 +469,8 @@ impl Decodable for FetchResponse {
             bail!("specified version not supported by this message type");
         }
         let throttle_time_ms = types::Int32.decode(buf)?;
-        let error_code = if version >= 7 {
-            types::Int16.decode(buf)?
-        } else {
-            0
-        };
-        let session_id = if version >= 7 {
-            types::Int32.decode(buf)?
-        } else {
-            0
-        };
+        let error_code = if version >= 7 { types::Int16.decode(buf)? } else { 0 };
+        let session_id = if version >= 7 { types::Int32.decode(buf)? } else { 0 };
         let responses = if version >= 12 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -539,15 +479,14 @@ impl Decodable for FetchResponse {
         let mut node_endpoints = Default::default();
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 12 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 match tag {
                     0 => {
                         if version >= 16 {
-                            node_endpoints =
-                                types::CompactArray(types::Struct { version }).decode(buf)?;
+                            node_endpoints = types::CompactArray(types::Struct { version }).decode(buf)?;
                         } else {
                             bail!("Tag {} is not valid for version {}", tag, version);
                         }
@@ -559,14 +498,7 @@ impl Decodable for FetchResponse {
                 }
             }
         }
-        Ok(Self {
-            throttle_time_ms,
-            error_code,
-            session_id,
-            responses,
-            node_endpoints,
-            unknown_tagged_fields,
-        })
+        Ok(Self { throttle_time_ms, error_code, session_id, responses, node_endpoints, unknown_tagged_fields })
     }
 }
 
@@ -675,10 +607,7 @@ impl Encodable for FetchableTopicResponse {
         if version >= 12 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -699,18 +628,14 @@ impl Encodable for FetchableTopicResponse {
             total_size += types::Uuid.compute_size(&self.topic_id)?;
         }
         if version >= 12 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.partitions)?;
         }
         if version >= 12 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -735,11 +660,7 @@ impl Decodable for FetchableTopicResponse {
         } else {
             Default::default()
         };
-        let topic_id = if version >= 13 {
-            types::Uuid.decode(buf)?
-        } else {
-            Uuid::nil()
-        };
+        let topic_id = if version >= 13 { types::Uuid.decode(buf)? } else { Uuid::nil() };
         let partitions = if version >= 12 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -747,7 +668,7 @@ impl Decodable for FetchableTopicResponse {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 12 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -755,23 +676,13 @@ impl Decodable for FetchableTopicResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            topic,
-            topic_id,
-            partitions,
-            unknown_tagged_fields,
-        })
+        Ok(Self { topic, topic_id, partitions, unknown_tagged_fields })
     }
 }
 
 impl Default for FetchableTopicResponse {
     fn default() -> Self {
-        Self {
-            topic: Default::default(),
-            topic_id: Uuid::nil(),
-            partitions: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { topic: Default::default(), topic_id: Uuid::nil(), partitions: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -852,10 +763,7 @@ impl Encodable for LeaderIdAndEpoch {
         if version >= 12 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -882,10 +790,7 @@ impl Encodable for LeaderIdAndEpoch {
         if version >= 12 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -901,19 +806,11 @@ impl Decodable for LeaderIdAndEpoch {
         if version < 4 || version > 18 {
             bail!("specified version not supported by this message type");
         }
-        let leader_id = if version >= 12 {
-            types::Int32.decode(buf)?
-        } else {
-            (-1).into()
-        };
-        let leader_epoch = if version >= 12 {
-            types::Int32.decode(buf)?
-        } else {
-            -1
-        };
+        let leader_id = if version >= 12 { types::Int32.decode(buf)? } else { (-1).into() };
+        let leader_epoch = if version >= 12 { types::Int32.decode(buf)? } else { -1 };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 12 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -921,21 +818,13 @@ impl Decodable for LeaderIdAndEpoch {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            leader_id,
-            leader_epoch,
-            unknown_tagged_fields,
-        })
+        Ok(Self { leader_id, leader_epoch, unknown_tagged_fields })
     }
 }
 
 impl Default for LeaderIdAndEpoch {
     fn default() -> Self {
-        Self {
-            leader_id: (-1).into(),
-            leader_epoch: -1,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { leader_id: (-1).into(), leader_epoch: -1, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -1058,10 +947,7 @@ impl Encodable for NodeEndpoint {
         if version >= 12 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -1102,10 +988,7 @@ impl Encodable for NodeEndpoint {
         if version >= 12 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -1121,29 +1004,13 @@ impl Decodable for NodeEndpoint {
         if version < 4 || version > 18 {
             bail!("specified version not supported by this message type");
         }
-        let node_id = if version >= 16 {
-            types::Int32.decode(buf)?
-        } else {
-            (0).into()
-        };
-        let host = if version >= 16 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let port = if version >= 16 {
-            types::Int32.decode(buf)?
-        } else {
-            0
-        };
-        let rack = if version >= 16 {
-            types::CompactString.decode(buf)?
-        } else {
-            None
-        };
+        let node_id = if version >= 16 { types::Int32.decode(buf)? } else { (0).into() };
+        let host = if version >= 16 { types::CompactString.decode(buf)? } else { Default::default() };
+        let port = if version >= 16 { types::Int32.decode(buf)? } else { 0 };
+        let rack = if version >= 16 { types::CompactString.decode(buf)? } else { None };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 12 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -1151,25 +1018,13 @@ impl Decodable for NodeEndpoint {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            node_id,
-            host,
-            port,
-            rack,
-            unknown_tagged_fields,
-        })
+        Ok(Self { node_id, host, port, rack, unknown_tagged_fields })
     }
 }
 
 impl Default for NodeEndpoint {
     fn default() -> Self {
-        Self {
-            node_id: (0).into(),
-            host: Default::default(),
-            port: 0,
-            rack: None,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { node_id: (0).into(), host: Default::default(), port: 0, rack: None, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -1367,8 +1222,7 @@ impl Encodable for PartitionData {
             types::Int64.encode(buf, &self.log_start_offset)?;
         }
         if version >= 12 {
-            types::CompactArray(types::Struct { version })
-                .encode(buf, &self.aborted_transactions)?;
+            types::CompactArray(types::Struct { version }).encode(buf, &self.aborted_transactions)?;
         } else {
             types::Array(types::Struct { version }).encode(buf, &self.aborted_transactions)?;
         }
@@ -1396,20 +1250,13 @@ impl Encodable for PartitionData {
                 num_tagged_fields += 1;
             }
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
             if &self.diverging_epoch != &Default::default() {
-                let computed_size =
-                    types::Struct { version }.compute_size(&self.diverging_epoch)?;
+                let computed_size = types::Struct { version }.compute_size(&self.diverging_epoch)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 types::UnsignedVarInt.encode(buf, 0)?;
                 types::UnsignedVarInt.encode(buf, computed_size as u32)?;
@@ -1418,10 +1265,7 @@ impl Encodable for PartitionData {
             if &self.current_leader != &Default::default() {
                 let computed_size = types::Struct { version }.compute_size(&self.current_leader)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 types::UnsignedVarInt.encode(buf, 1)?;
                 types::UnsignedVarInt.encode(buf, computed_size as u32)?;
@@ -1430,10 +1274,7 @@ impl Encodable for PartitionData {
             if &self.snapshot_id != &Default::default() {
                 let computed_size = types::Struct { version }.compute_size(&self.snapshot_id)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 types::UnsignedVarInt.encode(buf, 2)?;
                 types::UnsignedVarInt.encode(buf, computed_size as u32)?;
@@ -1454,11 +1295,9 @@ impl Encodable for PartitionData {
             total_size += types::Int64.compute_size(&self.log_start_offset)?;
         }
         if version >= 12 {
-            total_size += types::CompactArray(types::Struct { version })
-                .compute_size(&self.aborted_transactions)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.aborted_transactions)?;
         } else {
-            total_size +=
-                types::Array(types::Struct { version }).compute_size(&self.aborted_transactions)?;
+            total_size += types::Array(types::Struct { version }).compute_size(&self.aborted_transactions)?;
         }
         if version >= 11 {
             total_size += types::Int32.compute_size(&self.preferred_read_replica)?;
@@ -1484,20 +1323,13 @@ impl Encodable for PartitionData {
                 num_tagged_fields += 1;
             }
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
             if &self.diverging_epoch != &Default::default() {
-                let computed_size =
-                    types::Struct { version }.compute_size(&self.diverging_epoch)?;
+                let computed_size = types::Struct { version }.compute_size(&self.diverging_epoch)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 total_size += types::UnsignedVarInt.compute_size(0)?;
                 total_size += types::UnsignedVarInt.compute_size(computed_size as u32)?;
@@ -1506,10 +1338,7 @@ impl Encodable for PartitionData {
             if &self.current_leader != &Default::default() {
                 let computed_size = types::Struct { version }.compute_size(&self.current_leader)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 total_size += types::UnsignedVarInt.compute_size(1)?;
                 total_size += types::UnsignedVarInt.compute_size(computed_size as u32)?;
@@ -1518,10 +1347,7 @@ impl Encodable for PartitionData {
             if &self.snapshot_id != &Default::default() {
                 let computed_size = types::Struct { version }.compute_size(&self.snapshot_id)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 total_size += types::UnsignedVarInt.compute_size(2)?;
                 total_size += types::UnsignedVarInt.compute_size(computed_size as u32)?;
@@ -1544,11 +1370,7 @@ impl Decodable for PartitionData {
         let error_code = types::Int16.decode(buf)?;
         let high_watermark = types::Int64.decode(buf)?;
         let last_stable_offset = types::Int64.decode(buf)?;
-        let log_start_offset = if version >= 5 {
-            types::Int64.decode(buf)?
-        } else {
-            -1
-        };
+        let log_start_offset = if version >= 5 { types::Int64.decode(buf)? } else { -1 };
         let mut diverging_epoch = Default::default();
         let mut current_leader = Default::default();
         let mut snapshot_id = Default::default();
@@ -1557,19 +1379,11 @@ impl Decodable for PartitionData {
         } else {
             types::Array(types::Struct { version }).decode(buf)?
         };
-        let preferred_read_replica = if version >= 11 {
-            types::Int32.decode(buf)?
-        } else {
-            (-1).into()
-        };
-        let records = if version >= 12 {
-            types::CompactBytes.decode(buf)?
-        } else {
-            types::Bytes.decode(buf)?
-        };
+        let preferred_read_replica = if version >= 11 { types::Int32.decode(buf)? } else { (-1).into() };
+        let records = if version >= 12 { types::CompactBytes.decode(buf)? } else { types::Bytes.decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 12 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -1691,10 +1505,7 @@ impl Encodable for SnapshotId {
         if version >= 12 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -1709,10 +1520,7 @@ impl Encodable for SnapshotId {
         if version >= 12 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -1732,7 +1540,7 @@ impl Decodable for SnapshotId {
         let epoch = types::Int32.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 12 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -1740,21 +1548,13 @@ impl Decodable for SnapshotId {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            end_offset,
-            epoch,
-            unknown_tagged_fields,
-        })
+        Ok(Self { end_offset, epoch, unknown_tagged_fields })
     }
 }
 
 impl Default for SnapshotId {
     fn default() -> Self {
-        Self {
-            end_offset: -1,
-            epoch: -1,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { end_offset: -1, epoch: -1, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

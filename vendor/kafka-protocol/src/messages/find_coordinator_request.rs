@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-6
@@ -114,10 +114,7 @@ impl Encodable for FindCoordinatorRequest {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -146,8 +143,7 @@ impl Encodable for FindCoordinatorRequest {
             }
         }
         if version >= 4 {
-            total_size +=
-                types::CompactArray(types::CompactString).compute_size(&self.coordinator_keys)?;
+            total_size += types::CompactArray(types::CompactString).compute_size(&self.coordinator_keys)?;
         } else {
             if !self.coordinator_keys.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
@@ -156,10 +152,7 @@ impl Encodable for FindCoordinatorRequest {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -184,19 +177,11 @@ impl Decodable for FindCoordinatorRequest {
         } else {
             Default::default()
         };
-        let key_type = if version >= 1 {
-            types::Int8.decode(buf)?
-        } else {
-            0
-        };
-        let coordinator_keys = if version >= 4 {
-            types::CompactArray(types::CompactString).decode(buf)?
-        } else {
-            Default::default()
-        };
+        let key_type = if version >= 1 { types::Int8.decode(buf)? } else { 0 };
+        let coordinator_keys = if version >= 4 { types::CompactArray(types::CompactString).decode(buf)? } else { Default::default() };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -204,23 +189,13 @@ impl Decodable for FindCoordinatorRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            key,
-            key_type,
-            coordinator_keys,
-            unknown_tagged_fields,
-        })
+        Ok(Self { key, key_type, coordinator_keys, unknown_tagged_fields })
     }
 }
 
 impl Default for FindCoordinatorRequest {
     fn default() -> Self {
-        Self {
-            key: Default::default(),
-            key_type: 0,
-            coordinator_keys: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { key: Default::default(), key_type: 0, coordinator_keys: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

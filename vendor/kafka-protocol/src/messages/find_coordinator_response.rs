@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-6
@@ -169,10 +169,7 @@ impl Encodable for Coordinator {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -223,10 +220,7 @@ impl Encodable for Coordinator {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -242,39 +236,15 @@ impl Decodable for Coordinator {
         if version < 0 || version > 6 {
             bail!("specified version not supported by this message type");
         }
-        let key = if version >= 4 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let node_id = if version >= 4 {
-            types::Int32.decode(buf)?
-        } else {
-            (0).into()
-        };
-        let host = if version >= 4 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let port = if version >= 4 {
-            types::Int32.decode(buf)?
-        } else {
-            0
-        };
-        let error_code = if version >= 4 {
-            types::Int16.decode(buf)?
-        } else {
-            0
-        };
-        let error_message = if version >= 4 {
-            types::CompactString.decode(buf)?
-        } else {
-            Some(Default::default())
-        };
+        let key = if version >= 4 { types::CompactString.decode(buf)? } else { Default::default() };
+        let node_id = if version >= 4 { types::Int32.decode(buf)? } else { (0).into() };
+        let host = if version >= 4 { types::CompactString.decode(buf)? } else { Default::default() };
+        let port = if version >= 4 { types::Int32.decode(buf)? } else { 0 };
+        let error_code = if version >= 4 { types::Int16.decode(buf)? } else { 0 };
+        let error_message = if version >= 4 { types::CompactString.decode(buf)? } else { Some(Default::default()) };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -282,15 +252,7 @@ impl Decodable for Coordinator {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            key,
-            node_id,
-            host,
-            port,
-            error_code,
-            error_message,
-            unknown_tagged_fields,
-        })
+        Ok(Self { key, node_id, host, port, error_code, error_message, unknown_tagged_fields })
     }
 }
 
@@ -490,10 +452,7 @@ impl Encodable for FindCoordinatorResponse {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -546,8 +505,7 @@ impl Encodable for FindCoordinatorResponse {
             }
         }
         if version >= 4 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.coordinators)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.coordinators)?;
         } else {
             if !self.coordinators.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
@@ -556,10 +514,7 @@ impl Encodable for FindCoordinatorResponse {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -575,16 +530,8 @@ impl Decodable for FindCoordinatorResponse {
         if version < 0 || version > 6 {
             bail!("specified version not supported by this message type");
         }
-        let throttle_time_ms = if version >= 1 {
-            types::Int32.decode(buf)?
-        } else {
-            0
-        };
-        let error_code = if version <= 3 {
-            types::Int16.decode(buf)?
-        } else {
-            0
-        };
+        let throttle_time_ms = if version >= 1 { types::Int32.decode(buf)? } else { 0 };
+        let error_code = if version <= 3 { types::Int16.decode(buf)? } else { 0 };
         let error_message = if version >= 1 && version <= 3 {
             if version >= 3 {
                 types::CompactString.decode(buf)?
@@ -594,11 +541,7 @@ impl Decodable for FindCoordinatorResponse {
         } else {
             Some(Default::default())
         };
-        let node_id = if version <= 3 {
-            types::Int32.decode(buf)?
-        } else {
-            (0).into()
-        };
+        let node_id = if version <= 3 { types::Int32.decode(buf)? } else { (0).into() };
         let host = if version <= 3 {
             if version >= 3 {
                 types::CompactString.decode(buf)?
@@ -608,19 +551,11 @@ impl Decodable for FindCoordinatorResponse {
         } else {
             Default::default()
         };
-        let port = if version <= 3 {
-            types::Int32.decode(buf)?
-        } else {
-            0
-        };
-        let coordinators = if version >= 4 {
-            types::CompactArray(types::Struct { version }).decode(buf)?
-        } else {
-            Default::default()
-        };
+        let port = if version <= 3 { types::Int32.decode(buf)? } else { 0 };
+        let coordinators = if version >= 4 { types::CompactArray(types::Struct { version }).decode(buf)? } else { Default::default() };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -628,16 +563,7 @@ impl Decodable for FindCoordinatorResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            throttle_time_ms,
-            error_code,
-            error_message,
-            node_id,
-            host,
-            port,
-            coordinators,
-            unknown_tagged_fields,
-        })
+        Ok(Self { throttle_time_ms, error_code, error_message, node_id, host, port, coordinators, unknown_tagged_fields })
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0
@@ -181,10 +181,7 @@ impl Encodable for GetTelemetrySubscriptionsResponse {
         types::CompactArray(types::CompactString).encode(buf, &self.requested_metrics)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -197,19 +194,14 @@ impl Encodable for GetTelemetrySubscriptionsResponse {
         total_size += types::Int16.compute_size(&self.error_code)?;
         total_size += types::Uuid.compute_size(&self.client_instance_id)?;
         total_size += types::Int32.compute_size(&self.subscription_id)?;
-        total_size +=
-            types::CompactArray(types::Int8).compute_size(&self.accepted_compression_types)?;
+        total_size += types::CompactArray(types::Int8).compute_size(&self.accepted_compression_types)?;
         total_size += types::Int32.compute_size(&self.push_interval_ms)?;
         total_size += types::Int32.compute_size(&self.telemetry_max_bytes)?;
         total_size += types::Boolean.compute_size(&self.delta_temporality)?;
-        total_size +=
-            types::CompactArray(types::CompactString).compute_size(&self.requested_metrics)?;
+        total_size += types::CompactArray(types::CompactString).compute_size(&self.requested_metrics)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -234,7 +226,7 @@ impl Decodable for GetTelemetrySubscriptionsResponse {
         let delta_temporality = types::Boolean.decode(buf)?;
         let requested_metrics = types::CompactArray(types::CompactString).decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;

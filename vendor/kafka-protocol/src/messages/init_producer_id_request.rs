@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-5
@@ -151,10 +151,7 @@ impl Encodable for InitProducerIdRequest {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -187,10 +184,7 @@ impl Encodable for InitProducerIdRequest {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -206,27 +200,15 @@ impl Decodable for InitProducerIdRequest {
         if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
-        let transactional_id = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let transactional_id = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let transaction_timeout_ms = types::Int32.decode(buf)?;
-        let producer_id = if version >= 3 {
-            types::Int64.decode(buf)?
-        } else {
-            (-1).into()
-        };
-        let producer_epoch = if version >= 3 {
-            types::Int16.decode(buf)?
-        } else {
-            -1
-        };
+        let producer_id = if version >= 3 { types::Int64.decode(buf)? } else { (-1).into() };
+        let producer_epoch = if version >= 3 { types::Int16.decode(buf)? } else { -1 };
         let enable_2_pc = false;
         let keep_prepared_txn = false;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-9
@@ -197,10 +197,7 @@ impl Encodable for JoinGroupRequest {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -241,8 +238,7 @@ impl Encodable for JoinGroupRequest {
             total_size += types::String.compute_size(&self.protocol_type)?;
         }
         if version >= 6 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.protocols)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.protocols)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.protocols)?;
         }
@@ -252,10 +248,7 @@ impl Encodable for JoinGroupRequest {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -271,22 +264,10 @@ impl Decodable for JoinGroupRequest {
         if version < 0 || version > 9 {
             bail!("specified version not supported by this message type");
         }
-        let group_id = if version >= 6 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let group_id = if version >= 6 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let session_timeout_ms = types::Int32.decode(buf)?;
-        let rebalance_timeout_ms = if version >= 1 {
-            types::Int32.decode(buf)?
-        } else {
-            -1
-        };
-        let member_id = if version >= 6 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let rebalance_timeout_ms = if version >= 1 { types::Int32.decode(buf)? } else { -1 };
+        let member_id = if version >= 6 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let group_instance_id = if version >= 5 {
             if version >= 6 {
                 types::CompactString.decode(buf)?
@@ -296,24 +277,16 @@ impl Decodable for JoinGroupRequest {
         } else {
             None
         };
-        let protocol_type = if version >= 6 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let protocol_type = if version >= 6 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let protocols = if version >= 6 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
             types::Array(types::Struct { version }).decode(buf)?
         };
-        let reason = if version >= 8 {
-            types::CompactString.decode(buf)?
-        } else {
-            None
-        };
+        let reason = if version >= 8 { types::CompactString.decode(buf)? } else { None };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 6 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -424,10 +397,7 @@ impl Encodable for JoinGroupRequestProtocol {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -450,10 +420,7 @@ impl Encodable for JoinGroupRequestProtocol {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -469,19 +436,11 @@ impl Decodable for JoinGroupRequestProtocol {
         if version < 0 || version > 9 {
             bail!("specified version not supported by this message type");
         }
-        let name = if version >= 6 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let metadata = if version >= 6 {
-            types::CompactBytes.decode(buf)?
-        } else {
-            types::Bytes.decode(buf)?
-        };
+        let name = if version >= 6 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let metadata = if version >= 6 { types::CompactBytes.decode(buf)? } else { types::Bytes.decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 6 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -489,21 +448,13 @@ impl Decodable for JoinGroupRequestProtocol {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            metadata,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, metadata, unknown_tagged_fields })
     }
 }
 
 impl Default for JoinGroupRequestProtocol {
     fn default() -> Self {
-        Self {
-            name: Default::default(),
-            metadata: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { name: Default::default(), metadata: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

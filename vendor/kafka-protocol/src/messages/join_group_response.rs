@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-9
@@ -208,10 +208,7 @@ impl Encodable for JoinGroupResponse {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -252,18 +249,14 @@ impl Encodable for JoinGroupResponse {
             total_size += types::String.compute_size(&self.member_id)?;
         }
         if version >= 6 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.members)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.members)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.members)?;
         }
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -279,38 +272,14 @@ impl Decodable for JoinGroupResponse {
         if version < 0 || version > 9 {
             bail!("specified version not supported by this message type");
         }
-        let throttle_time_ms = if version >= 2 {
-            types::Int32.decode(buf)?
-        } else {
-            0
-        };
+        let throttle_time_ms = if version >= 2 { types::Int32.decode(buf)? } else { 0 };
         let error_code = types::Int16.decode(buf)?;
         let generation_id = types::Int32.decode(buf)?;
-        let protocol_type = if version >= 7 {
-            types::CompactString.decode(buf)?
-        } else {
-            None
-        };
-        let protocol_name = if version >= 6 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let leader = if version >= 6 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let skip_assignment = if version >= 9 {
-            types::Boolean.decode(buf)?
-        } else {
-            false
-        };
-        let member_id = if version >= 6 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let protocol_type = if version >= 7 { types::CompactString.decode(buf)? } else { None };
+        let protocol_name = if version >= 6 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let leader = if version >= 6 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let skip_assignment = if version >= 9 { types::Boolean.decode(buf)? } else { false };
+        let member_id = if version >= 6 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let members = if version >= 6 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -318,7 +287,7 @@ impl Decodable for JoinGroupResponse {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 6 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -452,10 +421,7 @@ impl Encodable for JoinGroupResponseMember {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -485,10 +451,7 @@ impl Encodable for JoinGroupResponseMember {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -504,11 +467,7 @@ impl Decodable for JoinGroupResponseMember {
         if version < 0 || version > 9 {
             bail!("specified version not supported by this message type");
         }
-        let member_id = if version >= 6 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let member_id = if version >= 6 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let group_instance_id = if version >= 5 {
             if version >= 6 {
                 types::CompactString.decode(buf)?
@@ -518,14 +477,10 @@ impl Decodable for JoinGroupResponseMember {
         } else {
             None
         };
-        let metadata = if version >= 6 {
-            types::CompactBytes.decode(buf)?
-        } else {
-            types::Bytes.decode(buf)?
-        };
+        let metadata = if version >= 6 { types::CompactBytes.decode(buf)? } else { types::Bytes.decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 6 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -533,12 +488,7 @@ impl Decodable for JoinGroupResponseMember {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            member_id,
-            group_instance_id,
-            metadata,
-            unknown_tagged_fields,
-        })
+        Ok(Self { member_id, group_instance_id, metadata, unknown_tagged_fields })
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-1
@@ -105,10 +105,7 @@ impl Encodable for LeaderChangeMessage {
         types::CompactArray(types::Struct { version }).encode(buf, &self.granting_voters)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -120,14 +117,10 @@ impl Encodable for LeaderChangeMessage {
         total_size += types::Int16.compute_size(&self.version)?;
         total_size += types::Int32.compute_size(&self.leader_id)?;
         total_size += types::CompactArray(types::Struct { version }).compute_size(&self.voters)?;
-        total_size +=
-            types::CompactArray(types::Struct { version }).compute_size(&self.granting_voters)?;
+        total_size += types::CompactArray(types::Struct { version }).compute_size(&self.granting_voters)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -146,20 +139,14 @@ impl Decodable for LeaderChangeMessage {
         let voters = types::CompactArray(types::Struct { version }).decode(buf)?;
         let granting_voters = types::CompactArray(types::Struct { version }).decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            version,
-            leader_id,
-            voters,
-            granting_voters,
-            unknown_tagged_fields,
-        })
+        Ok(Self { version, leader_id, voters, granting_voters, unknown_tagged_fields })
     }
 }
 
@@ -244,10 +231,7 @@ impl Encodable for Voter {
         }
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -266,10 +250,7 @@ impl Encodable for Voter {
         }
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -284,34 +265,22 @@ impl Decodable for Voter {
             bail!("specified version not supported by this message type");
         }
         let voter_id = types::Int32.decode(buf)?;
-        let voter_directory_id = if version >= 1 {
-            types::Uuid.decode(buf)?
-        } else {
-            Uuid::nil()
-        };
+        let voter_directory_id = if version >= 1 { types::Uuid.decode(buf)? } else { Uuid::nil() };
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            voter_id,
-            voter_directory_id,
-            unknown_tagged_fields,
-        })
+        Ok(Self { voter_id, voter_directory_id, unknown_tagged_fields })
     }
 }
 
 impl Default for Voter {
     fn default() -> Self {
-        Self {
-            voter_id: 0,
-            voter_directory_id: Uuid::nil(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { voter_id: 0, voter_directory_id: Uuid::nil(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-5
@@ -112,10 +112,7 @@ impl Encodable for LeaveGroupRequest {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -139,11 +136,9 @@ impl Encodable for LeaveGroupRequest {
         }
         if version >= 3 {
             if version >= 4 {
-                total_size +=
-                    types::CompactArray(types::Struct { version }).compute_size(&self.members)?;
+                total_size += types::CompactArray(types::Struct { version }).compute_size(&self.members)?;
             } else {
-                total_size +=
-                    types::Array(types::Struct { version }).compute_size(&self.members)?;
+                total_size += types::Array(types::Struct { version }).compute_size(&self.members)?;
             }
         } else {
             if !self.members.is_empty() {
@@ -153,10 +148,7 @@ impl Encodable for LeaveGroupRequest {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -172,16 +164,8 @@ impl Decodable for LeaveGroupRequest {
         if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
-        let group_id = if version >= 4 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let member_id = if version <= 2 {
-            types::String.decode(buf)?
-        } else {
-            Default::default()
-        };
+        let group_id = if version >= 4 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let member_id = if version <= 2 { types::String.decode(buf)? } else { Default::default() };
         let members = if version >= 3 {
             if version >= 4 {
                 types::CompactArray(types::Struct { version }).decode(buf)?
@@ -193,7 +177,7 @@ impl Decodable for LeaveGroupRequest {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -201,12 +185,7 @@ impl Decodable for LeaveGroupRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            group_id,
-            member_id,
-            members,
-            unknown_tagged_fields,
-        })
+        Ok(Self { group_id, member_id, members, unknown_tagged_fields })
     }
 }
 
@@ -323,10 +302,7 @@ impl Encodable for MemberIdentity {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -364,10 +340,7 @@ impl Encodable for MemberIdentity {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -401,14 +374,10 @@ impl Decodable for MemberIdentity {
         } else {
             None
         };
-        let reason = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            None
-        };
+        let reason = if version >= 5 { types::CompactString.decode(buf)? } else { None };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -416,23 +385,13 @@ impl Decodable for MemberIdentity {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            member_id,
-            group_instance_id,
-            reason,
-            unknown_tagged_fields,
-        })
+        Ok(Self { member_id, group_instance_id, reason, unknown_tagged_fields })
     }
 }
 
 impl Default for MemberIdentity {
     fn default() -> Self {
-        Self {
-            member_id: Default::default(),
-            group_instance_id: None,
-            reason: None,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { member_id: Default::default(), group_instance_id: None, reason: None, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

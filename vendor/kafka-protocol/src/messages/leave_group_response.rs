@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-5
@@ -104,10 +104,7 @@ impl Encodable for LeaveGroupResponse {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -123,11 +120,9 @@ impl Encodable for LeaveGroupResponse {
         total_size += types::Int16.compute_size(&self.error_code)?;
         if version >= 3 {
             if version >= 4 {
-                total_size +=
-                    types::CompactArray(types::Struct { version }).compute_size(&self.members)?;
+                total_size += types::CompactArray(types::Struct { version }).compute_size(&self.members)?;
             } else {
-                total_size +=
-                    types::Array(types::Struct { version }).compute_size(&self.members)?;
+                total_size += types::Array(types::Struct { version }).compute_size(&self.members)?;
             }
         } else {
             if !self.members.is_empty() {
@@ -137,10 +132,7 @@ impl Encodable for LeaveGroupResponse {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -156,11 +148,7 @@ impl Decodable for LeaveGroupResponse {
         if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
-        let throttle_time_ms = if version >= 1 {
-            types::Int32.decode(buf)?
-        } else {
-            0
-        };
+        let throttle_time_ms = if version >= 1 { types::Int32.decode(buf)? } else { 0 };
         let error_code = types::Int16.decode(buf)?;
         let members = if version >= 3 {
             if version >= 4 {
@@ -173,7 +161,7 @@ impl Decodable for LeaveGroupResponse {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -181,23 +169,13 @@ impl Decodable for LeaveGroupResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            throttle_time_ms,
-            error_code,
-            members,
-            unknown_tagged_fields,
-        })
+        Ok(Self { throttle_time_ms, error_code, members, unknown_tagged_fields })
     }
 }
 
 impl Default for LeaveGroupResponse {
     fn default() -> Self {
-        Self {
-            throttle_time_ms: 0,
-            error_code: 0,
-            members: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { throttle_time_ms: 0, error_code: 0, members: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -293,12 +271,7 @@ impl Encodable for MemberResponse {
                 types::String.encode(buf, &self.group_instance_id)?;
             }
         } else {
-            if !self
-                .group_instance_id
-                .as_ref()
-                .map(|x| x.is_empty())
-                .unwrap_or_default()
-            {
+            if !self.group_instance_id.as_ref().map(|x| x.is_empty()).unwrap_or_default() {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
@@ -312,10 +285,7 @@ impl Encodable for MemberResponse {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -343,12 +313,7 @@ impl Encodable for MemberResponse {
                 total_size += types::String.compute_size(&self.group_instance_id)?;
             }
         } else {
-            if !self
-                .group_instance_id
-                .as_ref()
-                .map(|x| x.is_empty())
-                .unwrap_or_default()
-            {
+            if !self.group_instance_id.as_ref().map(|x| x.is_empty()).unwrap_or_default() {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
@@ -362,10 +327,7 @@ impl Encodable for MemberResponse {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -399,14 +361,10 @@ impl Decodable for MemberResponse {
         } else {
             Some(Default::default())
         };
-        let error_code = if version >= 3 {
-            types::Int16.decode(buf)?
-        } else {
-            0
-        };
+        let error_code = if version >= 3 { types::Int16.decode(buf)? } else { 0 };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -414,12 +372,7 @@ impl Decodable for MemberResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            member_id,
-            group_instance_id,
-            error_code,
-            unknown_tagged_fields,
-        })
+        Ok(Self { member_id, group_instance_id, error_code, unknown_tagged_fields })
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-1
@@ -67,10 +67,7 @@ impl Encodable for ListConfigResourcesRequest {
         }
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -88,10 +85,7 @@ impl Encodable for ListConfigResourcesRequest {
         }
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -106,32 +100,22 @@ impl Decodable for ListConfigResourcesRequest {
         if version < 0 || version > 1 {
             bail!("specified version not supported by this message type");
         }
-        let resource_types = if version >= 1 {
-            types::CompactArray(types::Int8).decode(buf)?
-        } else {
-            Default::default()
-        };
+        let resource_types = if version >= 1 { types::CompactArray(types::Int8).decode(buf)? } else { Default::default() };
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            resource_types,
-            unknown_tagged_fields,
-        })
+        Ok(Self { resource_types, unknown_tagged_fields })
     }
 }
 
 impl Default for ListConfigResourcesRequest {
     fn default() -> Self {
-        Self {
-            resource_types: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { resource_types: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-1
@@ -78,10 +78,7 @@ impl Encodable for ConfigResource {
         }
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -96,10 +93,7 @@ impl Encodable for ConfigResource {
         }
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -115,34 +109,22 @@ impl Decodable for ConfigResource {
             bail!("specified version not supported by this message type");
         }
         let resource_name = types::CompactString.decode(buf)?;
-        let resource_type = if version >= 1 {
-            types::Int8.decode(buf)?
-        } else {
-            16
-        };
+        let resource_type = if version >= 1 { types::Int8.decode(buf)? } else { 16 };
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            resource_name,
-            resource_type,
-            unknown_tagged_fields,
-        })
+        Ok(Self { resource_name, resource_type, unknown_tagged_fields })
     }
 }
 
 impl Default for ConfigResource {
     fn default() -> Self {
-        Self {
-            resource_name: Default::default(),
-            resource_type: 16,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { resource_name: Default::default(), resource_type: 16, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -225,10 +207,7 @@ impl Encodable for ListConfigResourcesResponse {
         types::CompactArray(types::Struct { version }).encode(buf, &self.config_resources)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -239,14 +218,10 @@ impl Encodable for ListConfigResourcesResponse {
         let mut total_size = 0;
         total_size += types::Int32.compute_size(&self.throttle_time_ms)?;
         total_size += types::Int16.compute_size(&self.error_code)?;
-        total_size +=
-            types::CompactArray(types::Struct { version }).compute_size(&self.config_resources)?;
+        total_size += types::CompactArray(types::Struct { version }).compute_size(&self.config_resources)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -265,30 +240,20 @@ impl Decodable for ListConfigResourcesResponse {
         let error_code = types::Int16.decode(buf)?;
         let config_resources = types::CompactArray(types::Struct { version }).decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            throttle_time_ms,
-            error_code,
-            config_resources,
-            unknown_tagged_fields,
-        })
+        Ok(Self { throttle_time_ms, error_code, config_resources, unknown_tagged_fields })
     }
 }
 
 impl Default for ListConfigResourcesResponse {
     fn default() -> Self {
-        Self {
-            throttle_time_ms: 0,
-            error_code: 0,
-            config_resources: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { throttle_time_ms: 0, error_code: 0, config_resources: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-5
@@ -89,10 +89,7 @@ impl Encodable for ListGroupsRequest {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -103,16 +100,14 @@ impl Encodable for ListGroupsRequest {
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
         if version >= 4 {
-            total_size +=
-                types::CompactArray(types::CompactString).compute_size(&self.states_filter)?;
+            total_size += types::CompactArray(types::CompactString).compute_size(&self.states_filter)?;
         } else {
             if !self.states_filter.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
         if version >= 5 {
-            total_size +=
-                types::CompactArray(types::CompactString).compute_size(&self.types_filter)?;
+            total_size += types::CompactArray(types::CompactString).compute_size(&self.types_filter)?;
         } else {
             if !self.types_filter.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
@@ -121,10 +116,7 @@ impl Encodable for ListGroupsRequest {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -140,19 +132,11 @@ impl Decodable for ListGroupsRequest {
         if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
-        let states_filter = if version >= 4 {
-            types::CompactArray(types::CompactString).decode(buf)?
-        } else {
-            Default::default()
-        };
-        let types_filter = if version >= 5 {
-            types::CompactArray(types::CompactString).decode(buf)?
-        } else {
-            Default::default()
-        };
+        let states_filter = if version >= 4 { types::CompactArray(types::CompactString).decode(buf)? } else { Default::default() };
+        let types_filter = if version >= 5 { types::CompactArray(types::CompactString).decode(buf)? } else { Default::default() };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -160,21 +144,13 @@ impl Decodable for ListGroupsRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            states_filter,
-            types_filter,
-            unknown_tagged_fields,
-        })
+        Ok(Self { states_filter, types_filter, unknown_tagged_fields })
     }
 }
 
 impl Default for ListGroupsRequest {
     fn default() -> Self {
-        Self {
-            states_filter: Default::default(),
-            types_filter: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { states_filter: Default::default(), types_filter: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

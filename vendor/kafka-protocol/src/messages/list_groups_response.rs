@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-5
@@ -98,10 +98,7 @@ impl Encodable for ListGroupsResponse {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -116,18 +113,14 @@ impl Encodable for ListGroupsResponse {
         }
         total_size += types::Int16.compute_size(&self.error_code)?;
         if version >= 3 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.groups)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.groups)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.groups)?;
         }
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -143,11 +136,7 @@ impl Decodable for ListGroupsResponse {
         if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
-        let throttle_time_ms = if version >= 1 {
-            types::Int32.decode(buf)?
-        } else {
-            0
-        };
+        let throttle_time_ms = if version >= 1 { types::Int32.decode(buf)? } else { 0 };
         let error_code = types::Int16.decode(buf)?;
         let groups = if version >= 3 {
             types::CompactArray(types::Struct { version }).decode(buf)?
@@ -156,7 +145,7 @@ impl Decodable for ListGroupsResponse {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -164,23 +153,13 @@ impl Decodable for ListGroupsResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            throttle_time_ms,
-            error_code,
-            groups,
-            unknown_tagged_fields,
-        })
+        Ok(Self { throttle_time_ms, error_code, groups, unknown_tagged_fields })
     }
 }
 
 impl Default for ListGroupsResponse {
     fn default() -> Self {
-        Self {
-            throttle_time_ms: 0,
-            error_code: 0,
-            groups: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { throttle_time_ms: 0, error_code: 0, groups: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -291,10 +270,7 @@ impl Encodable for ListedGroup {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -323,10 +299,7 @@ impl Encodable for ListedGroup {
         if version >= 3 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -342,29 +315,13 @@ impl Decodable for ListedGroup {
         if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
-        let group_id = if version >= 3 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let protocol_type = if version >= 3 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let group_state = if version >= 4 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let group_type = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
+        let group_id = if version >= 3 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let protocol_type = if version >= 3 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let group_state = if version >= 4 { types::CompactString.decode(buf)? } else { Default::default() };
+        let group_type = if version >= 5 { types::CompactString.decode(buf)? } else { Default::default() };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -372,13 +329,7 @@ impl Decodable for ListedGroup {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            group_id,
-            protocol_type,
-            group_state,
-            group_type,
-            unknown_tagged_fields,
-        })
+        Ok(Self { group_id, protocol_type, group_state, group_type, unknown_tagged_fields })
     }
 }
 

@@ -13,37 +13,37 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
-/// Valid versions: 1-10
+/// Valid versions: 1-11
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsPartitionResponse {
     /// The partition index.
     ///
-    /// Supported API versions: 1-10
+    /// Supported API versions: 1-11
     pub partition_index: i32,
 
     /// The partition error code, or 0 if there was no error.
     ///
-    /// Supported API versions: 1-10
+    /// Supported API versions: 1-11
     pub error_code: i16,
 
     /// The timestamp associated with the returned offset.
     ///
-    /// Supported API versions: 1-10
+    /// Supported API versions: 1-11
     pub timestamp: i64,
 
     /// The returned offset.
     ///
-    /// Supported API versions: 1-10
+    /// Supported API versions: 1-11
     pub offset: i64,
 
     /// The leader epoch associated with the returned offset.
     ///
-    /// Supported API versions: 4-10
+    /// Supported API versions: 4-11
     pub leader_epoch: i32,
 
     /// Other tagged fields
@@ -55,7 +55,7 @@ impl ListOffsetsPartitionResponse {
     ///
     /// The partition index.
     ///
-    /// Supported API versions: 1-10
+    /// Supported API versions: 1-11
     pub fn with_partition_index(mut self, value: i32) -> Self {
         self.partition_index = value;
         self
@@ -64,7 +64,7 @@ impl ListOffsetsPartitionResponse {
     ///
     /// The partition error code, or 0 if there was no error.
     ///
-    /// Supported API versions: 1-10
+    /// Supported API versions: 1-11
     pub fn with_error_code(mut self, value: i16) -> Self {
         self.error_code = value;
         self
@@ -73,7 +73,7 @@ impl ListOffsetsPartitionResponse {
     ///
     /// The timestamp associated with the returned offset.
     ///
-    /// Supported API versions: 1-10
+    /// Supported API versions: 1-11
     pub fn with_timestamp(mut self, value: i64) -> Self {
         self.timestamp = value;
         self
@@ -82,7 +82,7 @@ impl ListOffsetsPartitionResponse {
     ///
     /// The returned offset.
     ///
-    /// Supported API versions: 1-10
+    /// Supported API versions: 1-11
     pub fn with_offset(mut self, value: i64) -> Self {
         self.offset = value;
         self
@@ -91,7 +91,7 @@ impl ListOffsetsPartitionResponse {
     ///
     /// The leader epoch associated with the returned offset.
     ///
-    /// Supported API versions: 4-10
+    /// Supported API versions: 4-11
     pub fn with_leader_epoch(mut self, value: i32) -> Self {
         self.leader_epoch = value;
         self
@@ -111,7 +111,7 @@ impl ListOffsetsPartitionResponse {
 #[cfg(feature = "broker")]
 impl Encodable for ListOffsetsPartitionResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 10 {
+        if version < 1 || version > 11 {
             bail!("specified version not supported by this message type");
         }
         types::Int32.encode(buf, &self.partition_index)?;
@@ -128,10 +128,7 @@ impl Encodable for ListOffsetsPartitionResponse {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -155,10 +152,7 @@ impl Encodable for ListOffsetsPartitionResponse {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -171,21 +165,17 @@ impl Encodable for ListOffsetsPartitionResponse {
 #[cfg(feature = "client")]
 impl Decodable for ListOffsetsPartitionResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 10 {
+        if version < 1 || version > 11 {
             bail!("specified version not supported by this message type");
         }
         let partition_index = types::Int32.decode(buf)?;
         let error_code = types::Int16.decode(buf)?;
         let timestamp = types::Int64.decode(buf)?;
         let offset = types::Int64.decode(buf)?;
-        let leader_epoch = if version >= 4 {
-            types::Int32.decode(buf)?
-        } else {
-            -1
-        };
+        let leader_epoch = if version >= 4 { types::Int32.decode(buf)? } else { -1 };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 6 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -193,47 +183,33 @@ impl Decodable for ListOffsetsPartitionResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            partition_index,
-            error_code,
-            timestamp,
-            offset,
-            leader_epoch,
-            unknown_tagged_fields,
-        })
+        Ok(Self { partition_index, error_code, timestamp, offset, leader_epoch, unknown_tagged_fields })
     }
 }
 
 impl Default for ListOffsetsPartitionResponse {
     fn default() -> Self {
-        Self {
-            partition_index: 0,
-            error_code: 0,
-            timestamp: -1,
-            offset: -1,
-            leader_epoch: -1,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { partition_index: 0, error_code: 0, timestamp: -1, offset: -1, leader_epoch: -1, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
 impl Message for ListOffsetsPartitionResponse {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 11 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
-/// Valid versions: 1-10
+/// Valid versions: 1-11
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsResponse {
     /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     ///
-    /// Supported API versions: 2-10
+    /// Supported API versions: 2-11
     pub throttle_time_ms: i32,
 
     /// Each topic in the response.
     ///
-    /// Supported API versions: 1-10
+    /// Supported API versions: 1-11
     pub topics: Vec<ListOffsetsTopicResponse>,
 
     /// Other tagged fields
@@ -245,7 +221,7 @@ impl ListOffsetsResponse {
     ///
     /// The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota.
     ///
-    /// Supported API versions: 2-10
+    /// Supported API versions: 2-11
     pub fn with_throttle_time_ms(mut self, value: i32) -> Self {
         self.throttle_time_ms = value;
         self
@@ -254,7 +230,7 @@ impl ListOffsetsResponse {
     ///
     /// Each topic in the response.
     ///
-    /// Supported API versions: 1-10
+    /// Supported API versions: 1-11
     pub fn with_topics(mut self, value: Vec<ListOffsetsTopicResponse>) -> Self {
         self.topics = value;
         self
@@ -274,7 +250,7 @@ impl ListOffsetsResponse {
 #[cfg(feature = "broker")]
 impl Encodable for ListOffsetsResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 10 {
+        if version < 1 || version > 11 {
             bail!("specified version not supported by this message type");
         }
         if version >= 2 {
@@ -288,10 +264,7 @@ impl Encodable for ListOffsetsResponse {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -305,18 +278,14 @@ impl Encodable for ListOffsetsResponse {
             total_size += types::Int32.compute_size(&self.throttle_time_ms)?;
         }
         if version >= 6 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.topics)?;
         }
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -329,14 +298,10 @@ impl Encodable for ListOffsetsResponse {
 #[cfg(feature = "client")]
 impl Decodable for ListOffsetsResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 10 {
+        if version < 1 || version > 11 {
             bail!("specified version not supported by this message type");
         }
-        let throttle_time_ms = if version >= 2 {
-            types::Int32.decode(buf)?
-        } else {
-            0
-        };
+        let throttle_time_ms = if version >= 2 { types::Int32.decode(buf)? } else { 0 };
         let topics = if version >= 6 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -344,7 +309,7 @@ impl Decodable for ListOffsetsResponse {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 6 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -352,41 +317,33 @@ impl Decodable for ListOffsetsResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            throttle_time_ms,
-            topics,
-            unknown_tagged_fields,
-        })
+        Ok(Self { throttle_time_ms, topics, unknown_tagged_fields })
     }
 }
 
 impl Default for ListOffsetsResponse {
     fn default() -> Self {
-        Self {
-            throttle_time_ms: 0,
-            topics: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { throttle_time_ms: 0, topics: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
 impl Message for ListOffsetsResponse {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 11 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
-/// Valid versions: 1-10
+/// Valid versions: 1-11
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsTopicResponse {
     /// The topic name.
     ///
-    /// Supported API versions: 1-10
+    /// Supported API versions: 1-11
     pub name: super::TopicName,
 
     /// Each partition in the response.
     ///
-    /// Supported API versions: 1-10
+    /// Supported API versions: 1-11
     pub partitions: Vec<ListOffsetsPartitionResponse>,
 
     /// Other tagged fields
@@ -398,7 +355,7 @@ impl ListOffsetsTopicResponse {
     ///
     /// The topic name.
     ///
-    /// Supported API versions: 1-10
+    /// Supported API versions: 1-11
     pub fn with_name(mut self, value: super::TopicName) -> Self {
         self.name = value;
         self
@@ -407,7 +364,7 @@ impl ListOffsetsTopicResponse {
     ///
     /// Each partition in the response.
     ///
-    /// Supported API versions: 1-10
+    /// Supported API versions: 1-11
     pub fn with_partitions(mut self, value: Vec<ListOffsetsPartitionResponse>) -> Self {
         self.partitions = value;
         self
@@ -427,7 +384,7 @@ impl ListOffsetsTopicResponse {
 #[cfg(feature = "broker")]
 impl Encodable for ListOffsetsTopicResponse {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 10 {
+        if version < 1 || version > 11 {
             bail!("specified version not supported by this message type");
         }
         if version >= 6 {
@@ -443,10 +400,7 @@ impl Encodable for ListOffsetsTopicResponse {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -462,18 +416,14 @@ impl Encodable for ListOffsetsTopicResponse {
             total_size += types::String.compute_size(&self.name)?;
         }
         if version >= 6 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.partitions)?;
         }
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -486,14 +436,10 @@ impl Encodable for ListOffsetsTopicResponse {
 #[cfg(feature = "client")]
 impl Decodable for ListOffsetsTopicResponse {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 10 {
+        if version < 1 || version > 11 {
             bail!("specified version not supported by this message type");
         }
-        let name = if version >= 6 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let name = if version >= 6 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let partitions = if version >= 6 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -501,7 +447,7 @@ impl Decodable for ListOffsetsTopicResponse {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 6 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -509,26 +455,18 @@ impl Decodable for ListOffsetsTopicResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            partitions,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, partitions, unknown_tagged_fields })
     }
 }
 
 impl Default for ListOffsetsTopicResponse {
     fn default() -> Self {
-        Self {
-            name: Default::default(),
-            partitions: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { name: Default::default(), partitions: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
 impl Message for ListOffsetsTopicResponse {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 11 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-2
@@ -118,10 +118,7 @@ impl Encodable for ListTransactionsRequest {
         }
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -130,8 +127,7 @@ impl Encodable for ListTransactionsRequest {
     }
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
-        total_size +=
-            types::CompactArray(types::CompactString).compute_size(&self.state_filters)?;
+        total_size += types::CompactArray(types::CompactString).compute_size(&self.state_filters)?;
         total_size += types::CompactArray(types::Int64).compute_size(&self.producer_id_filters)?;
         if version >= 1 {
             total_size += types::Int64.compute_size(&self.duration_filter)?;
@@ -149,10 +145,7 @@ impl Encodable for ListTransactionsRequest {
         }
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -169,31 +162,17 @@ impl Decodable for ListTransactionsRequest {
         }
         let state_filters = types::CompactArray(types::CompactString).decode(buf)?;
         let producer_id_filters = types::CompactArray(types::Int64).decode(buf)?;
-        let duration_filter = if version >= 1 {
-            types::Int64.decode(buf)?
-        } else {
-            -1
-        };
-        let transactional_id_pattern = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            None
-        };
+        let duration_filter = if version >= 1 { types::Int64.decode(buf)? } else { -1 };
+        let transactional_id_pattern = if version >= 2 { types::CompactString.decode(buf)? } else { None };
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            state_filters,
-            producer_id_filters,
-            duration_filter,
-            transactional_id_pattern,
-            unknown_tagged_fields,
-        })
+        Ok(Self { state_filters, producer_id_filters, duration_filter, transactional_id_pattern, unknown_tagged_fields })
     }
 }
 

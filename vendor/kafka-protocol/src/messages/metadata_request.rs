@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-13
@@ -129,10 +129,7 @@ impl Encodable for MetadataRequest {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -143,8 +140,7 @@ impl Encodable for MetadataRequest {
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
         if version >= 9 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.topics)?;
         }
@@ -156,8 +152,7 @@ impl Encodable for MetadataRequest {
             }
         }
         if version >= 8 && version <= 10 {
-            total_size +=
-                types::Boolean.compute_size(&self.include_cluster_authorized_operations)?;
+            total_size += types::Boolean.compute_size(&self.include_cluster_authorized_operations)?;
         } else {
             if self.include_cluster_authorized_operations {
                 bail!("A field is set that is not available on the selected protocol version");
@@ -173,10 +168,7 @@ impl Encodable for MetadataRequest {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -197,24 +189,12 @@ impl Decodable for MetadataRequest {
         } else {
             types::Array(types::Struct { version }).decode(buf)?
         };
-        let allow_auto_topic_creation = if version >= 4 {
-            types::Boolean.decode(buf)?
-        } else {
-            true
-        };
-        let include_cluster_authorized_operations = if version >= 8 && version <= 10 {
-            types::Boolean.decode(buf)?
-        } else {
-            false
-        };
-        let include_topic_authorized_operations = if version >= 8 {
-            types::Boolean.decode(buf)?
-        } else {
-            false
-        };
+        let allow_auto_topic_creation = if version >= 4 { types::Boolean.decode(buf)? } else { true };
+        let include_cluster_authorized_operations = if version >= 8 && version <= 10 { types::Boolean.decode(buf)? } else { false };
+        let include_topic_authorized_operations = if version >= 8 { types::Boolean.decode(buf)? } else { false };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 9 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -315,10 +295,7 @@ impl Encodable for MetadataRequestTopic {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -339,10 +316,7 @@ impl Encodable for MetadataRequestTopic {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -358,19 +332,11 @@ impl Decodable for MetadataRequestTopic {
         if version < 0 || version > 13 {
             bail!("specified version not supported by this message type");
         }
-        let topic_id = if version >= 10 {
-            types::Uuid.decode(buf)?
-        } else {
-            Uuid::nil()
-        };
-        let name = if version >= 9 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let topic_id = if version >= 10 { types::Uuid.decode(buf)? } else { Uuid::nil() };
+        let name = if version >= 9 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 9 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -378,21 +344,13 @@ impl Decodable for MetadataRequestTopic {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            topic_id,
-            name,
-            unknown_tagged_fields,
-        })
+        Ok(Self { topic_id, name, unknown_tagged_fields })
     }
 }
 
 impl Default for MetadataRequestTopic {
     fn default() -> Self {
-        Self {
-            topic_id: Uuid::nil(),
-            name: Some(Default::default()),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { topic_id: Uuid::nil(), name: Some(Default::default()), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

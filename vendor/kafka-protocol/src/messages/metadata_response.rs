@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-13
@@ -178,10 +178,7 @@ impl Encodable for MetadataResponse {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -195,8 +192,7 @@ impl Encodable for MetadataResponse {
             total_size += types::Int32.compute_size(&self.throttle_time_ms)?;
         }
         if version >= 9 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.brokers)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.brokers)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.brokers)?;
         }
@@ -211,8 +207,7 @@ impl Encodable for MetadataResponse {
             total_size += types::Int32.compute_size(&self.controller_id)?;
         }
         if version >= 9 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.topics)?;
         }
@@ -229,10 +224,7 @@ impl Encodable for MetadataResponse {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -248,11 +240,7 @@ impl Decodable for MetadataResponse {
         if version < 0 || version > 13 {
             bail!("specified version not supported by this message type");
         }
-        let throttle_time_ms = if version >= 3 {
-            types::Int32.decode(buf)?
-        } else {
-            0
-        };
+        let throttle_time_ms = if version >= 3 { types::Int32.decode(buf)? } else { 0 };
         let brokers = if version >= 9 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -267,29 +255,17 @@ impl Decodable for MetadataResponse {
         } else {
             None
         };
-        let controller_id = if version >= 1 {
-            types::Int32.decode(buf)?
-        } else {
-            (-1).into()
-        };
+        let controller_id = if version >= 1 { types::Int32.decode(buf)? } else { (-1).into() };
         let topics = if version >= 9 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
             types::Array(types::Struct { version }).decode(buf)?
         };
-        let cluster_authorized_operations = if version >= 8 && version <= 10 {
-            types::Int32.decode(buf)?
-        } else {
-            -2147483648
-        };
-        let error_code = if version >= 13 {
-            types::Int16.decode(buf)?
-        } else {
-            0
-        };
+        let cluster_authorized_operations = if version >= 8 && version <= 10 { types::Int32.decode(buf)? } else { -2147483648 };
+        let error_code = if version >= 13 { types::Int16.decode(buf)? } else { 0 };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 9 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -430,10 +406,7 @@ impl Encodable for MetadataResponseBroker {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -460,10 +433,7 @@ impl Encodable for MetadataResponseBroker {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -480,11 +450,7 @@ impl Decodable for MetadataResponseBroker {
             bail!("specified version not supported by this message type");
         }
         let node_id = types::Int32.decode(buf)?;
-        let host = if version >= 9 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let host = if version >= 9 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let port = types::Int32.decode(buf)?;
         let rack = if version >= 1 {
             if version >= 9 {
@@ -497,7 +463,7 @@ impl Decodable for MetadataResponseBroker {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 9 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -505,25 +471,13 @@ impl Decodable for MetadataResponseBroker {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            node_id,
-            host,
-            port,
-            rack,
-            unknown_tagged_fields,
-        })
+        Ok(Self { node_id, host, port, rack, unknown_tagged_fields })
     }
 }
 
 impl Default for MetadataResponseBroker {
     fn default() -> Self {
-        Self {
-            node_id: (0).into(),
-            host: Default::default(),
-            port: 0,
-            rack: None,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { node_id: (0).into(), host: Default::default(), port: 0, rack: None, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -683,10 +637,7 @@ impl Encodable for MetadataResponsePartition {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -714,8 +665,7 @@ impl Encodable for MetadataResponsePartition {
         }
         if version >= 5 {
             if version >= 9 {
-                total_size +=
-                    types::CompactArray(types::Int32).compute_size(&self.offline_replicas)?;
+                total_size += types::CompactArray(types::Int32).compute_size(&self.offline_replicas)?;
             } else {
                 total_size += types::Array(types::Int32).compute_size(&self.offline_replicas)?;
             }
@@ -723,10 +673,7 @@ impl Encodable for MetadataResponsePartition {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -745,21 +692,11 @@ impl Decodable for MetadataResponsePartition {
         let error_code = types::Int16.decode(buf)?;
         let partition_index = types::Int32.decode(buf)?;
         let leader_id = types::Int32.decode(buf)?;
-        let leader_epoch = if version >= 7 {
-            types::Int32.decode(buf)?
-        } else {
-            -1
-        };
-        let replica_nodes = if version >= 9 {
-            types::CompactArray(types::Int32).decode(buf)?
-        } else {
-            types::Array(types::Int32).decode(buf)?
-        };
-        let isr_nodes = if version >= 9 {
-            types::CompactArray(types::Int32).decode(buf)?
-        } else {
-            types::Array(types::Int32).decode(buf)?
-        };
+        let leader_epoch = if version >= 7 { types::Int32.decode(buf)? } else { -1 };
+        let replica_nodes =
+            if version >= 9 { types::CompactArray(types::Int32).decode(buf)? } else { types::Array(types::Int32).decode(buf)? };
+        let isr_nodes =
+            if version >= 9 { types::CompactArray(types::Int32).decode(buf)? } else { types::Array(types::Int32).decode(buf)? };
         let offline_replicas = if version >= 5 {
             if version >= 9 {
                 types::CompactArray(types::Int32).decode(buf)?
@@ -771,7 +708,7 @@ impl Decodable for MetadataResponsePartition {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 9 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -779,16 +716,7 @@ impl Decodable for MetadataResponsePartition {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            error_code,
-            partition_index,
-            leader_id,
-            leader_epoch,
-            replica_nodes,
-            isr_nodes,
-            offline_replicas,
-            unknown_tagged_fields,
-        })
+        Ok(Self { error_code, partition_index, leader_id, leader_epoch, replica_nodes, isr_nodes, offline_replicas, unknown_tagged_fields })
     }
 }
 
@@ -950,10 +878,7 @@ impl Encodable for MetadataResponseTopic {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -976,8 +901,7 @@ impl Encodable for MetadataResponseTopic {
             total_size += types::Boolean.compute_size(&self.is_internal)?;
         }
         if version >= 9 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.partitions)?;
         }
@@ -991,10 +915,7 @@ impl Encodable for MetadataResponseTopic {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -1011,34 +932,18 @@ impl Decodable for MetadataResponseTopic {
             bail!("specified version not supported by this message type");
         }
         let error_code = types::Int16.decode(buf)?;
-        let name = if version >= 9 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let topic_id = if version >= 10 {
-            types::Uuid.decode(buf)?
-        } else {
-            Uuid::nil()
-        };
-        let is_internal = if version >= 1 {
-            types::Boolean.decode(buf)?
-        } else {
-            false
-        };
+        let name = if version >= 9 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let topic_id = if version >= 10 { types::Uuid.decode(buf)? } else { Uuid::nil() };
+        let is_internal = if version >= 1 { types::Boolean.decode(buf)? } else { false };
         let partitions = if version >= 9 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
             types::Array(types::Struct { version }).decode(buf)?
         };
-        let topic_authorized_operations = if version >= 8 {
-            types::Int32.decode(buf)?
-        } else {
-            -2147483648
-        };
+        let topic_authorized_operations = if version >= 8 { types::Int32.decode(buf)? } else { -2147483648 };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 9 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -1046,15 +951,7 @@ impl Decodable for MetadataResponseTopic {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            error_code,
-            name,
-            topic_id,
-            is_internal,
-            partitions,
-            topic_authorized_operations,
-            unknown_tagged_fields,
-        })
+        Ok(Self { error_code, name, topic_id, is_internal, partitions, topic_authorized_operations, unknown_tagged_fields })
     }
 }
 

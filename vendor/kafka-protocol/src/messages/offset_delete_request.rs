@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0
@@ -87,10 +87,7 @@ impl Decodable for OffsetDeleteRequest {
 
 impl Default for OffsetDeleteRequest {
     fn default() -> Self {
-        Self {
-            group_id: Default::default(),
-            topics: Default::default(),
-        }
+        Self { group_id: Default::default(), topics: Default::default() }
     }
 }
 
@@ -231,10 +228,7 @@ impl Decodable for OffsetDeleteRequestTopic {
 
 impl Default for OffsetDeleteRequestTopic {
     fn default() -> Self {
-        Self {
-            name: Default::default(),
-            partitions: Default::default(),
-        }
+        Self { name: Default::default(), partitions: Default::default() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0
@@ -98,21 +98,13 @@ impl Decodable for OffsetDeleteResponse {
         let error_code = types::Int16.decode(buf)?;
         let throttle_time_ms = types::Int32.decode(buf)?;
         let topics = types::Array(types::Struct { version }).decode(buf)?;
-        Ok(Self {
-            error_code,
-            throttle_time_ms,
-            topics,
-        })
+        Ok(Self { error_code, throttle_time_ms, topics })
     }
 }
 
 impl Default for OffsetDeleteResponse {
     fn default() -> Self {
-        Self {
-            error_code: 0,
-            throttle_time_ms: 0,
-            topics: Default::default(),
-        }
+        Self { error_code: 0, throttle_time_ms: 0, topics: Default::default() }
     }
 }
 
@@ -185,19 +177,13 @@ impl Decodable for OffsetDeleteResponsePartition {
         }
         let partition_index = types::Int32.decode(buf)?;
         let error_code = types::Int16.decode(buf)?;
-        Ok(Self {
-            partition_index,
-            error_code,
-        })
+        Ok(Self { partition_index, error_code })
     }
 }
 
 impl Default for OffsetDeleteResponsePartition {
     fn default() -> Self {
-        Self {
-            partition_index: 0,
-            error_code: 0,
-        }
+        Self { partition_index: 0, error_code: 0 }
     }
 }
 
@@ -276,10 +262,7 @@ impl Decodable for OffsetDeleteResponseTopic {
 
 impl Default for OffsetDeleteResponseTopic {
     fn default() -> Self {
-        Self {
-            name: Default::default(),
-            partitions: Default::default(),
-        }
+        Self { name: Default::default(), partitions: Default::default() }
     }
 }
 

@@ -13,11 +13,11 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
-/// Valid versions: 1-9
+/// Valid versions: 1-10
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchRequest {
@@ -33,12 +33,12 @@ pub struct OffsetFetchRequest {
 
     /// Each group we would like to fetch offsets for.
     ///
-    /// Supported API versions: 8-9
+    /// Supported API versions: 8-10
     pub groups: Vec<OffsetFetchRequestGroup>,
 
     /// Whether broker should hold on returning unstable offsets but set a retriable error code for the partitions.
     ///
-    /// Supported API versions: 7-9
+    /// Supported API versions: 7-10
     pub require_stable: bool,
 
     /// Other tagged fields
@@ -68,7 +68,7 @@ impl OffsetFetchRequest {
     ///
     /// Each group we would like to fetch offsets for.
     ///
-    /// Supported API versions: 8-9
+    /// Supported API versions: 8-10
     pub fn with_groups(mut self, value: Vec<OffsetFetchRequestGroup>) -> Self {
         self.groups = value;
         self
@@ -77,7 +77,7 @@ impl OffsetFetchRequest {
     ///
     /// Whether broker should hold on returning unstable offsets but set a retriable error code for the partitions.
     ///
-    /// Supported API versions: 7-9
+    /// Supported API versions: 7-10
     pub fn with_require_stable(mut self, value: bool) -> Self {
         self.require_stable = value;
         self
@@ -97,7 +97,7 @@ impl OffsetFetchRequest {
 #[cfg(feature = "client")]
 impl Encodable for OffsetFetchRequest {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 9 {
+        if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
         if version <= 7 {
@@ -118,12 +118,7 @@ impl Encodable for OffsetFetchRequest {
                 types::Array(types::Struct { version }).encode(buf, &self.topics)?;
             }
         } else {
-            if !self
-                .topics
-                .as_ref()
-                .map(|x| x.is_empty())
-                .unwrap_or_default()
-            {
+            if !self.topics.as_ref().map(|x| x.is_empty()).unwrap_or_default() {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
@@ -144,10 +139,7 @@ impl Encodable for OffsetFetchRequest {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -170,24 +162,17 @@ impl Encodable for OffsetFetchRequest {
         }
         if version <= 7 {
             if version >= 6 {
-                total_size +=
-                    types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
+                total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
             } else {
                 total_size += types::Array(types::Struct { version }).compute_size(&self.topics)?;
             }
         } else {
-            if !self
-                .topics
-                .as_ref()
-                .map(|x| x.is_empty())
-                .unwrap_or_default()
-            {
+            if !self.topics.as_ref().map(|x| x.is_empty()).unwrap_or_default() {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
         if version >= 8 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.groups)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.groups)?;
         } else {
             if !self.groups.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
@@ -203,10 +188,7 @@ impl Encodable for OffsetFetchRequest {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -219,7 +201,7 @@ impl Encodable for OffsetFetchRequest {
 #[cfg(feature = "broker")]
 impl Decodable for OffsetFetchRequest {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 9 {
+        if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
         let group_id = if version <= 7 {
@@ -240,19 +222,11 @@ impl Decodable for OffsetFetchRequest {
         } else {
             Some(Default::default())
         };
-        let groups = if version >= 8 {
-            types::CompactArray(types::Struct { version }).decode(buf)?
-        } else {
-            Default::default()
-        };
-        let require_stable = if version >= 7 {
-            types::Boolean.decode(buf)?
-        } else {
-            false
-        };
+        let groups = if version >= 8 { types::CompactArray(types::Struct { version }).decode(buf)? } else { Default::default() };
+        let require_stable = if version >= 7 { types::Boolean.decode(buf)? } else { false };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 6 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -260,13 +234,7 @@ impl Decodable for OffsetFetchRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            group_id,
-            topics,
-            groups,
-            require_stable,
-            unknown_tagged_fields,
-        })
+        Ok(Self { group_id, topics, groups, require_stable, unknown_tagged_fields })
     }
 }
 
@@ -283,32 +251,32 @@ impl Default for OffsetFetchRequest {
 }
 
 impl Message for OffsetFetchRequest {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 9 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
-/// Valid versions: 1-9
+/// Valid versions: 1-10
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchRequestGroup {
     /// The group ID.
     ///
-    /// Supported API versions: 8-9
+    /// Supported API versions: 8-10
     pub group_id: super::GroupId,
 
     /// The member id.
     ///
-    /// Supported API versions: 9
+    /// Supported API versions: 9-10
     pub member_id: Option<StrBytes>,
 
     /// The member epoch if using the new consumer protocol (KIP-848).
     ///
-    /// Supported API versions: 9
+    /// Supported API versions: 9-10
     pub member_epoch: i32,
 
     /// Each topic we would like to fetch offsets for, or null to fetch offsets for all topics.
     ///
-    /// Supported API versions: 8-9
+    /// Supported API versions: 8-10
     pub topics: Option<Vec<OffsetFetchRequestTopics>>,
 
     /// Other tagged fields
@@ -320,7 +288,7 @@ impl OffsetFetchRequestGroup {
     ///
     /// The group ID.
     ///
-    /// Supported API versions: 8-9
+    /// Supported API versions: 8-10
     pub fn with_group_id(mut self, value: super::GroupId) -> Self {
         self.group_id = value;
         self
@@ -329,7 +297,7 @@ impl OffsetFetchRequestGroup {
     ///
     /// The member id.
     ///
-    /// Supported API versions: 9
+    /// Supported API versions: 9-10
     pub fn with_member_id(mut self, value: Option<StrBytes>) -> Self {
         self.member_id = value;
         self
@@ -338,7 +306,7 @@ impl OffsetFetchRequestGroup {
     ///
     /// The member epoch if using the new consumer protocol (KIP-848).
     ///
-    /// Supported API versions: 9
+    /// Supported API versions: 9-10
     pub fn with_member_epoch(mut self, value: i32) -> Self {
         self.member_epoch = value;
         self
@@ -347,7 +315,7 @@ impl OffsetFetchRequestGroup {
     ///
     /// Each topic we would like to fetch offsets for, or null to fetch offsets for all topics.
     ///
-    /// Supported API versions: 8-9
+    /// Supported API versions: 8-10
     pub fn with_topics(mut self, value: Option<Vec<OffsetFetchRequestTopics>>) -> Self {
         self.topics = value;
         self
@@ -367,7 +335,7 @@ impl OffsetFetchRequestGroup {
 #[cfg(feature = "client")]
 impl Encodable for OffsetFetchRequestGroup {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 9 {
+        if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
         if version >= 8 {
@@ -386,22 +354,14 @@ impl Encodable for OffsetFetchRequestGroup {
         if version >= 8 {
             types::CompactArray(types::Struct { version }).encode(buf, &self.topics)?;
         } else {
-            if !self
-                .topics
-                .as_ref()
-                .map(|x| x.is_empty())
-                .unwrap_or_default()
-            {
+            if !self.topics.as_ref().map(|x| x.is_empty()).unwrap_or_default() {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -425,25 +385,16 @@ impl Encodable for OffsetFetchRequestGroup {
             total_size += types::Int32.compute_size(&self.member_epoch)?;
         }
         if version >= 8 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
         } else {
-            if !self
-                .topics
-                .as_ref()
-                .map(|x| x.is_empty())
-                .unwrap_or_default()
-            {
+            if !self.topics.as_ref().map(|x| x.is_empty()).unwrap_or_default() {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -456,32 +407,16 @@ impl Encodable for OffsetFetchRequestGroup {
 #[cfg(feature = "broker")]
 impl Decodable for OffsetFetchRequestGroup {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 9 {
+        if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
-        let group_id = if version >= 8 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let member_id = if version >= 9 {
-            types::CompactString.decode(buf)?
-        } else {
-            None
-        };
-        let member_epoch = if version >= 9 {
-            types::Int32.decode(buf)?
-        } else {
-            -1
-        };
-        let topics = if version >= 8 {
-            types::CompactArray(types::Struct { version }).decode(buf)?
-        } else {
-            Some(Default::default())
-        };
+        let group_id = if version >= 8 { types::CompactString.decode(buf)? } else { Default::default() };
+        let member_id = if version >= 9 { types::CompactString.decode(buf)? } else { None };
+        let member_epoch = if version >= 9 { types::Int32.decode(buf)? } else { -1 };
+        let topics = if version >= 8 { types::CompactArray(types::Struct { version }).decode(buf)? } else { Some(Default::default()) };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 6 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -489,13 +424,7 @@ impl Decodable for OffsetFetchRequestGroup {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            group_id,
-            member_id,
-            member_epoch,
-            topics,
-            unknown_tagged_fields,
-        })
+        Ok(Self { group_id, member_id, member_epoch, topics, unknown_tagged_fields })
     }
 }
 
@@ -512,11 +441,11 @@ impl Default for OffsetFetchRequestGroup {
 }
 
 impl Message for OffsetFetchRequestGroup {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 9 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
-/// Valid versions: 1-9
+/// Valid versions: 1-10
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchRequestTopic {
@@ -568,7 +497,7 @@ impl OffsetFetchRequestTopic {
 #[cfg(feature = "client")]
 impl Encodable for OffsetFetchRequestTopic {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 9 {
+        if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
         if version <= 7 {
@@ -596,10 +525,7 @@ impl Encodable for OffsetFetchRequestTopic {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -622,8 +548,7 @@ impl Encodable for OffsetFetchRequestTopic {
         }
         if version <= 7 {
             if version >= 6 {
-                total_size +=
-                    types::CompactArray(types::Int32).compute_size(&self.partition_indexes)?;
+                total_size += types::CompactArray(types::Int32).compute_size(&self.partition_indexes)?;
             } else {
                 total_size += types::Array(types::Int32).compute_size(&self.partition_indexes)?;
             }
@@ -635,10 +560,7 @@ impl Encodable for OffsetFetchRequestTopic {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -651,7 +573,7 @@ impl Encodable for OffsetFetchRequestTopic {
 #[cfg(feature = "broker")]
 impl Decodable for OffsetFetchRequestTopic {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 9 {
+        if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
         let name = if version <= 7 {
@@ -674,7 +596,7 @@ impl Decodable for OffsetFetchRequestTopic {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 6 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -682,30 +604,22 @@ impl Decodable for OffsetFetchRequestTopic {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            partition_indexes,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, partition_indexes, unknown_tagged_fields })
     }
 }
 
 impl Default for OffsetFetchRequestTopic {
     fn default() -> Self {
-        Self {
-            name: Default::default(),
-            partition_indexes: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { name: Default::default(), partition_indexes: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
 impl Message for OffsetFetchRequestTopic {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 9 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 
-/// Valid versions: 1-9
+/// Valid versions: 1-10
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchRequestTopics {
@@ -716,12 +630,12 @@ pub struct OffsetFetchRequestTopics {
 
     /// The topic ID.
     ///
-    /// Supported API versions: none
+    /// Supported API versions: 10
     pub topic_id: Uuid,
 
     /// The partition indexes we would like to fetch offsets for.
     ///
-    /// Supported API versions: 8-9
+    /// Supported API versions: 8-10
     pub partition_indexes: Vec<i32>,
 
     /// Other tagged fields
@@ -742,7 +656,7 @@ impl OffsetFetchRequestTopics {
     ///
     /// The topic ID.
     ///
-    /// Supported API versions: none
+    /// Supported API versions: 10
     pub fn with_topic_id(mut self, value: Uuid) -> Self {
         self.topic_id = value;
         self
@@ -751,7 +665,7 @@ impl OffsetFetchRequestTopics {
     ///
     /// The partition indexes we would like to fetch offsets for.
     ///
-    /// Supported API versions: 8-9
+    /// Supported API versions: 8-10
     pub fn with_partition_indexes(mut self, value: Vec<i32>) -> Self {
         self.partition_indexes = value;
         self
@@ -771,11 +685,14 @@ impl OffsetFetchRequestTopics {
 #[cfg(feature = "client")]
 impl Encodable for OffsetFetchRequestTopics {
     fn encode<B: ByteBufMut>(&self, buf: &mut B, version: i16) -> Result<()> {
-        if version < 1 || version > 9 {
+        if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
-        if version >= 8 {
+        if version >= 8 && version <= 9 {
             types::CompactString.encode(buf, &self.name)?;
+        }
+        if version >= 10 {
+            types::Uuid.encode(buf, &self.topic_id)?;
         }
         if version >= 8 {
             types::CompactArray(types::Int32).encode(buf, &self.partition_indexes)?;
@@ -787,10 +704,7 @@ impl Encodable for OffsetFetchRequestTopics {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -800,12 +714,14 @@ impl Encodable for OffsetFetchRequestTopics {
     }
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
-        if version >= 8 {
+        if version >= 8 && version <= 9 {
             total_size += types::CompactString.compute_size(&self.name)?;
         }
+        if version >= 10 {
+            total_size += types::Uuid.compute_size(&self.topic_id)?;
+        }
         if version >= 8 {
-            total_size +=
-                types::CompactArray(types::Int32).compute_size(&self.partition_indexes)?;
+            total_size += types::CompactArray(types::Int32).compute_size(&self.partition_indexes)?;
         } else {
             if !self.partition_indexes.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
@@ -814,10 +730,7 @@ impl Encodable for OffsetFetchRequestTopics {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -830,23 +743,15 @@ impl Encodable for OffsetFetchRequestTopics {
 #[cfg(feature = "broker")]
 impl Decodable for OffsetFetchRequestTopics {
     fn decode<B: ByteBuf>(buf: &mut B, version: i16) -> Result<Self> {
-        if version < 1 || version > 9 {
+        if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
-        let name = if version >= 8 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let topic_id = Uuid::nil();
-        let partition_indexes = if version >= 8 {
-            types::CompactArray(types::Int32).decode(buf)?
-        } else {
-            Default::default()
-        };
+        let name = if version >= 8 && version <= 9 { types::CompactString.decode(buf)? } else { Default::default() };
+        let topic_id = if version >= 10 { types::Uuid.decode(buf)? } else { Uuid::nil() };
+        let partition_indexes = if version >= 8 { types::CompactArray(types::Int32).decode(buf)? } else { Default::default() };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 6 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -854,12 +759,7 @@ impl Decodable for OffsetFetchRequestTopics {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            topic_id,
-            partition_indexes,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, topic_id, partition_indexes, unknown_tagged_fields })
     }
 }
 
@@ -875,7 +775,7 @@ impl Default for OffsetFetchRequestTopics {
 }
 
 impl Message for OffsetFetchRequestTopics {
-    const VERSIONS: VersionRange = VersionRange { min: 1, max: 9 };
+    const VERSIONS: VersionRange = VersionRange { min: 1, max: 10 };
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 1-10
@@ -127,10 +127,7 @@ impl Encodable for OffsetFetchResponse {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -145,8 +142,7 @@ impl Encodable for OffsetFetchResponse {
         }
         if version <= 7 {
             if version >= 6 {
-                total_size +=
-                    types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
+                total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
             } else {
                 total_size += types::Array(types::Struct { version }).compute_size(&self.topics)?;
             }
@@ -159,8 +155,7 @@ impl Encodable for OffsetFetchResponse {
             total_size += types::Int16.compute_size(&self.error_code)?;
         }
         if version >= 8 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.groups)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.groups)?;
         } else {
             if !self.groups.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
@@ -169,10 +164,7 @@ impl Encodable for OffsetFetchResponse {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -188,11 +180,7 @@ impl Decodable for OffsetFetchResponse {
         if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
-        let throttle_time_ms = if version >= 3 {
-            types::Int32.decode(buf)?
-        } else {
-            0
-        };
+        let throttle_time_ms = if version >= 3 { types::Int32.decode(buf)? } else { 0 };
         let topics = if version <= 7 {
             if version >= 6 {
                 types::CompactArray(types::Struct { version }).decode(buf)?
@@ -202,19 +190,11 @@ impl Decodable for OffsetFetchResponse {
         } else {
             Default::default()
         };
-        let error_code = if version >= 2 && version <= 7 {
-            types::Int16.decode(buf)?
-        } else {
-            0
-        };
-        let groups = if version >= 8 {
-            types::CompactArray(types::Struct { version }).decode(buf)?
-        } else {
-            Default::default()
-        };
+        let error_code = if version >= 2 && version <= 7 { types::Int16.decode(buf)? } else { 0 };
+        let groups = if version >= 8 { types::CompactArray(types::Struct { version }).decode(buf)? } else { Default::default() };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 6 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -222,13 +202,7 @@ impl Decodable for OffsetFetchResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            throttle_time_ms,
-            topics,
-            error_code,
-            groups,
-            unknown_tagged_fields,
-        })
+        Ok(Self { throttle_time_ms, topics, error_code, groups, unknown_tagged_fields })
     }
 }
 
@@ -342,10 +316,7 @@ impl Encodable for OffsetFetchResponseGroup {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -363,8 +334,7 @@ impl Encodable for OffsetFetchResponseGroup {
             }
         }
         if version >= 8 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
         } else {
             if !self.topics.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
@@ -380,10 +350,7 @@ impl Encodable for OffsetFetchResponseGroup {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -399,24 +366,12 @@ impl Decodable for OffsetFetchResponseGroup {
         if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
-        let group_id = if version >= 8 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let topics = if version >= 8 {
-            types::CompactArray(types::Struct { version }).decode(buf)?
-        } else {
-            Default::default()
-        };
-        let error_code = if version >= 8 {
-            types::Int16.decode(buf)?
-        } else {
-            0
-        };
+        let group_id = if version >= 8 { types::CompactString.decode(buf)? } else { Default::default() };
+        let topics = if version >= 8 { types::CompactArray(types::Struct { version }).decode(buf)? } else { Default::default() };
+        let error_code = if version >= 8 { types::Int16.decode(buf)? } else { 0 };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 6 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -424,23 +379,13 @@ impl Decodable for OffsetFetchResponseGroup {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            group_id,
-            topics,
-            error_code,
-            unknown_tagged_fields,
-        })
+        Ok(Self { group_id, topics, error_code, unknown_tagged_fields })
     }
 }
 
 impl Default for OffsetFetchResponseGroup {
     fn default() -> Self {
-        Self {
-            group_id: Default::default(),
-            topics: Default::default(),
-            error_code: 0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { group_id: Default::default(), topics: Default::default(), error_code: 0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -570,12 +515,7 @@ impl Encodable for OffsetFetchResponsePartition {
                 types::String.encode(buf, &self.metadata)?;
             }
         } else {
-            if !self
-                .metadata
-                .as_ref()
-                .map(|x| x.is_empty())
-                .unwrap_or_default()
-            {
+            if !self.metadata.as_ref().map(|x| x.is_empty()).unwrap_or_default() {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
@@ -589,10 +529,7 @@ impl Encodable for OffsetFetchResponsePartition {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -626,12 +563,7 @@ impl Encodable for OffsetFetchResponsePartition {
                 total_size += types::String.compute_size(&self.metadata)?;
             }
         } else {
-            if !self
-                .metadata
-                .as_ref()
-                .map(|x| x.is_empty())
-                .unwrap_or_default()
-            {
+            if !self.metadata.as_ref().map(|x| x.is_empty()).unwrap_or_default() {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
@@ -645,10 +577,7 @@ impl Encodable for OffsetFetchResponsePartition {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -664,21 +593,9 @@ impl Decodable for OffsetFetchResponsePartition {
         if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
-        let partition_index = if version <= 7 {
-            types::Int32.decode(buf)?
-        } else {
-            0
-        };
-        let committed_offset = if version <= 7 {
-            types::Int64.decode(buf)?
-        } else {
-            0
-        };
-        let committed_leader_epoch = if version >= 5 && version <= 7 {
-            types::Int32.decode(buf)?
-        } else {
-            -1
-        };
+        let partition_index = if version <= 7 { types::Int32.decode(buf)? } else { 0 };
+        let committed_offset = if version <= 7 { types::Int64.decode(buf)? } else { 0 };
+        let committed_leader_epoch = if version >= 5 && version <= 7 { types::Int32.decode(buf)? } else { -1 };
         let metadata = if version <= 7 {
             if version >= 6 {
                 types::CompactString.decode(buf)?
@@ -688,14 +605,10 @@ impl Decodable for OffsetFetchResponsePartition {
         } else {
             Some(Default::default())
         };
-        let error_code = if version <= 7 {
-            types::Int16.decode(buf)?
-        } else {
-            0
-        };
+        let error_code = if version <= 7 { types::Int16.decode(buf)? } else { 0 };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 6 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -703,14 +616,7 @@ impl Decodable for OffsetFetchResponsePartition {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            partition_index,
-            committed_offset,
-            committed_leader_epoch,
-            metadata,
-            error_code,
-            unknown_tagged_fields,
-        })
+        Ok(Self { partition_index, committed_offset, committed_leader_epoch, metadata, error_code, unknown_tagged_fields })
     }
 }
 
@@ -849,12 +755,7 @@ impl Encodable for OffsetFetchResponsePartitions {
         if version >= 8 {
             types::CompactString.encode(buf, &self.metadata)?;
         } else {
-            if !self
-                .metadata
-                .as_ref()
-                .map(|x| x.is_empty())
-                .unwrap_or_default()
-            {
+            if !self.metadata.as_ref().map(|x| x.is_empty()).unwrap_or_default() {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
@@ -868,10 +769,7 @@ impl Encodable for OffsetFetchResponsePartitions {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -901,12 +799,7 @@ impl Encodable for OffsetFetchResponsePartitions {
         if version >= 8 {
             total_size += types::CompactString.compute_size(&self.metadata)?;
         } else {
-            if !self
-                .metadata
-                .as_ref()
-                .map(|x| x.is_empty())
-                .unwrap_or_default()
-            {
+            if !self.metadata.as_ref().map(|x| x.is_empty()).unwrap_or_default() {
                 bail!("A field is set that is not available on the selected protocol version");
             }
         }
@@ -920,10 +813,7 @@ impl Encodable for OffsetFetchResponsePartitions {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -939,34 +829,14 @@ impl Decodable for OffsetFetchResponsePartitions {
         if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
-        let partition_index = if version >= 8 {
-            types::Int32.decode(buf)?
-        } else {
-            0
-        };
-        let committed_offset = if version >= 8 {
-            types::Int64.decode(buf)?
-        } else {
-            0
-        };
-        let committed_leader_epoch = if version >= 8 {
-            types::Int32.decode(buf)?
-        } else {
-            -1
-        };
-        let metadata = if version >= 8 {
-            types::CompactString.decode(buf)?
-        } else {
-            Some(Default::default())
-        };
-        let error_code = if version >= 8 {
-            types::Int16.decode(buf)?
-        } else {
-            0
-        };
+        let partition_index = if version >= 8 { types::Int32.decode(buf)? } else { 0 };
+        let committed_offset = if version >= 8 { types::Int64.decode(buf)? } else { 0 };
+        let committed_leader_epoch = if version >= 8 { types::Int32.decode(buf)? } else { -1 };
+        let metadata = if version >= 8 { types::CompactString.decode(buf)? } else { Some(Default::default()) };
+        let error_code = if version >= 8 { types::Int16.decode(buf)? } else { 0 };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 6 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -974,14 +844,7 @@ impl Decodable for OffsetFetchResponsePartitions {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            partition_index,
-            committed_offset,
-            committed_leader_epoch,
-            metadata,
-            error_code,
-            unknown_tagged_fields,
-        })
+        Ok(Self { partition_index, committed_offset, committed_leader_epoch, metadata, error_code, unknown_tagged_fields })
     }
 }
 
@@ -1083,10 +946,7 @@ impl Encodable for OffsetFetchResponseTopic {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -1109,11 +969,9 @@ impl Encodable for OffsetFetchResponseTopic {
         }
         if version <= 7 {
             if version >= 6 {
-                total_size += types::CompactArray(types::Struct { version })
-                    .compute_size(&self.partitions)?;
+                total_size += types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
             } else {
-                total_size +=
-                    types::Array(types::Struct { version }).compute_size(&self.partitions)?;
+                total_size += types::Array(types::Struct { version }).compute_size(&self.partitions)?;
             }
         } else {
             if !self.partitions.is_empty() {
@@ -1123,10 +981,7 @@ impl Encodable for OffsetFetchResponseTopic {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -1162,7 +1017,7 @@ impl Decodable for OffsetFetchResponseTopic {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 6 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -1170,21 +1025,13 @@ impl Decodable for OffsetFetchResponseTopic {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            partitions,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, partitions, unknown_tagged_fields })
     }
 }
 
 impl Default for OffsetFetchResponseTopic {
     fn default() -> Self {
-        Self {
-            name: Default::default(),
-            partitions: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { name: Default::default(), partitions: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -1278,10 +1125,7 @@ impl Encodable for OffsetFetchResponseTopics {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -1298,8 +1142,7 @@ impl Encodable for OffsetFetchResponseTopics {
             total_size += types::Uuid.compute_size(&self.topic_id)?;
         }
         if version >= 8 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
         } else {
             if !self.partitions.is_empty() {
                 bail!("A field is set that is not available on the selected protocol version");
@@ -1308,10 +1151,7 @@ impl Encodable for OffsetFetchResponseTopics {
         if version >= 6 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -1327,24 +1167,12 @@ impl Decodable for OffsetFetchResponseTopics {
         if version < 1 || version > 10 {
             bail!("specified version not supported by this message type");
         }
-        let name = if version >= 8 && version <= 9 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let topic_id = if version >= 10 {
-            types::Uuid.decode(buf)?
-        } else {
-            Uuid::nil()
-        };
-        let partitions = if version >= 8 {
-            types::CompactArray(types::Struct { version }).decode(buf)?
-        } else {
-            Default::default()
-        };
+        let name = if version >= 8 && version <= 9 { types::CompactString.decode(buf)? } else { Default::default() };
+        let topic_id = if version >= 10 { types::Uuid.decode(buf)? } else { Uuid::nil() };
+        let partitions = if version >= 8 { types::CompactArray(types::Struct { version }).decode(buf)? } else { Default::default() };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 6 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -1352,23 +1180,13 @@ impl Decodable for OffsetFetchResponseTopics {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            topic_id,
-            partitions,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, topic_id, partitions, unknown_tagged_fields })
     }
 }
 
 impl Default for OffsetFetchResponseTopics {
     fn default() -> Self {
-        Self {
-            name: Default::default(),
-            topic_id: Uuid::nil(),
-            partitions: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { name: Default::default(), topic_id: Uuid::nil(), partitions: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

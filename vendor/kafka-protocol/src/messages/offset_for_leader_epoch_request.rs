@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 2-4
@@ -83,10 +83,7 @@ impl Encodable for OffsetForLeaderEpochRequest {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -100,18 +97,14 @@ impl Encodable for OffsetForLeaderEpochRequest {
             total_size += types::Int32.compute_size(&self.replica_id)?;
         }
         if version >= 4 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topics)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.topics)?;
         }
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -127,11 +120,7 @@ impl Decodable for OffsetForLeaderEpochRequest {
         if version < 2 || version > 4 {
             bail!("specified version not supported by this message type");
         }
-        let replica_id = if version >= 3 {
-            types::Int32.decode(buf)?
-        } else {
-            (-2).into()
-        };
+        let replica_id = if version >= 3 { types::Int32.decode(buf)? } else { (-2).into() };
         let topics = if version >= 4 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -139,7 +128,7 @@ impl Decodable for OffsetForLeaderEpochRequest {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -147,21 +136,13 @@ impl Decodable for OffsetForLeaderEpochRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            replica_id,
-            topics,
-            unknown_tagged_fields,
-        })
+        Ok(Self { replica_id, topics, unknown_tagged_fields })
     }
 }
 
 impl Default for OffsetForLeaderEpochRequest {
     fn default() -> Self {
-        Self {
-            replica_id: (-2).into(),
-            topics: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { replica_id: (-2).into(), topics: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -245,10 +226,7 @@ impl Encodable for OffsetForLeaderPartition {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -264,10 +242,7 @@ impl Encodable for OffsetForLeaderPartition {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -288,7 +263,7 @@ impl Decodable for OffsetForLeaderPartition {
         let leader_epoch = types::Int32.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -296,23 +271,13 @@ impl Decodable for OffsetForLeaderPartition {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            partition,
-            current_leader_epoch,
-            leader_epoch,
-            unknown_tagged_fields,
-        })
+        Ok(Self { partition, current_leader_epoch, leader_epoch, unknown_tagged_fields })
     }
 }
 
 impl Default for OffsetForLeaderPartition {
     fn default() -> Self {
-        Self {
-            partition: 0,
-            current_leader_epoch: -1,
-            leader_epoch: 0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { partition: 0, current_leader_epoch: -1, leader_epoch: 0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -389,10 +354,7 @@ impl Encodable for OffsetForLeaderTopic {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -408,18 +370,14 @@ impl Encodable for OffsetForLeaderTopic {
             total_size += types::String.compute_size(&self.topic)?;
         }
         if version >= 4 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.partitions)?;
         }
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -435,11 +393,7 @@ impl Decodable for OffsetForLeaderTopic {
         if version < 2 || version > 4 {
             bail!("specified version not supported by this message type");
         }
-        let topic = if version >= 4 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let topic = if version >= 4 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let partitions = if version >= 4 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -447,7 +401,7 @@ impl Decodable for OffsetForLeaderTopic {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -455,21 +409,13 @@ impl Decodable for OffsetForLeaderTopic {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            topic,
-            partitions,
-            unknown_tagged_fields,
-        })
+        Ok(Self { topic, partitions, unknown_tagged_fields })
     }
 }
 
 impl Default for OffsetForLeaderTopic {
     fn default() -> Self {
-        Self {
-            topic: Default::default(),
-            partitions: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { topic: Default::default(), partitions: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 3-13
@@ -81,10 +81,7 @@ impl Encodable for PartitionProduceData {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -103,10 +100,7 @@ impl Encodable for PartitionProduceData {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -123,14 +117,10 @@ impl Decodable for PartitionProduceData {
             bail!("specified version not supported by this message type");
         }
         let index = types::Int32.decode(buf)?;
-        let records = if version >= 9 {
-            types::CompactBytes.decode(buf)?
-        } else {
-            types::Bytes.decode(buf)?
-        };
+        let records = if version >= 9 { types::CompactBytes.decode(buf)? } else { types::Bytes.decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 9 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -138,21 +128,13 @@ impl Decodable for PartitionProduceData {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            index,
-            records,
-            unknown_tagged_fields,
-        })
+        Ok(Self { index, records, unknown_tagged_fields })
     }
 }
 
 impl Default for PartitionProduceData {
     fn default() -> Self {
-        Self {
-            index: 0,
-            records: Some(Default::default()),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { index: 0, records: Some(Default::default()), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -259,10 +241,7 @@ impl Encodable for ProduceRequest {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -280,18 +259,14 @@ impl Encodable for ProduceRequest {
         total_size += types::Int16.compute_size(&self.acks)?;
         total_size += types::Int32.compute_size(&self.timeout_ms)?;
         if version >= 9 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.topic_data)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.topic_data)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.topic_data)?;
         }
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -307,11 +282,7 @@ impl Decodable for ProduceRequest {
         if version < 3 || version > 13 {
             bail!("specified version not supported by this message type");
         }
-        let transactional_id = if version >= 9 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let transactional_id = if version >= 9 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let acks = types::Int16.decode(buf)?;
         let timeout_ms = types::Int32.decode(buf)?;
         let topic_data = if version >= 9 {
@@ -321,7 +292,7 @@ impl Decodable for ProduceRequest {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 9 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -329,25 +300,13 @@ impl Decodable for ProduceRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            transactional_id,
-            acks,
-            timeout_ms,
-            topic_data,
-            unknown_tagged_fields,
-        })
+        Ok(Self { transactional_id, acks, timeout_ms, topic_data, unknown_tagged_fields })
     }
 }
 
 impl Default for ProduceRequest {
     fn default() -> Self {
-        Self {
-            transactional_id: None,
-            acks: 0,
-            timeout_ms: 0,
-            topic_data: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { transactional_id: None, acks: 0, timeout_ms: 0, topic_data: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -443,10 +402,7 @@ impl Encodable for TopicProduceData {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -467,19 +423,14 @@ impl Encodable for TopicProduceData {
             total_size += types::Uuid.compute_size(&self.topic_id)?;
         }
         if version >= 9 {
-            total_size += types::CompactArray(types::Struct { version })
-                .compute_size(&self.partition_data)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.partition_data)?;
         } else {
-            total_size +=
-                types::Array(types::Struct { version }).compute_size(&self.partition_data)?;
+            total_size += types::Array(types::Struct { version }).compute_size(&self.partition_data)?;
         }
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -504,11 +455,7 @@ impl Decodable for TopicProduceData {
         } else {
             Default::default()
         };
-        let topic_id = if version >= 13 {
-            types::Uuid.decode(buf)?
-        } else {
-            Uuid::nil()
-        };
+        let topic_id = if version >= 13 { types::Uuid.decode(buf)? } else { Uuid::nil() };
         let partition_data = if version >= 9 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -516,7 +463,7 @@ impl Decodable for TopicProduceData {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 9 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -524,23 +471,13 @@ impl Decodable for TopicProduceData {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            topic_id,
-            partition_data,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, topic_id, partition_data, unknown_tagged_fields })
     }
 }
 
 impl Default for TopicProduceData {
     fn default() -> Self {
-        Self {
-            name: Default::default(),
-            topic_id: Uuid::nil(),
-            partition_data: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { name: Default::default(), topic_id: Uuid::nil(), partition_data: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 3-13
@@ -93,10 +93,7 @@ impl Encodable for BatchIndexAndErrorMessage {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -127,10 +124,7 @@ impl Encodable for BatchIndexAndErrorMessage {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -146,11 +140,7 @@ impl Decodable for BatchIndexAndErrorMessage {
         if version < 3 || version > 13 {
             bail!("specified version not supported by this message type");
         }
-        let batch_index = if version >= 8 {
-            types::Int32.decode(buf)?
-        } else {
-            0
-        };
+        let batch_index = if version >= 8 { types::Int32.decode(buf)? } else { 0 };
         let batch_index_error_message = if version >= 8 {
             if version >= 9 {
                 types::CompactString.decode(buf)?
@@ -162,7 +152,7 @@ impl Decodable for BatchIndexAndErrorMessage {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 9 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -170,21 +160,13 @@ impl Decodable for BatchIndexAndErrorMessage {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            batch_index,
-            batch_index_error_message,
-            unknown_tagged_fields,
-        })
+        Ok(Self { batch_index, batch_index_error_message, unknown_tagged_fields })
     }
 }
 
 impl Default for BatchIndexAndErrorMessage {
     fn default() -> Self {
-        Self {
-            batch_index: 0,
-            batch_index_error_message: None,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { batch_index: 0, batch_index_error_message: None, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -265,10 +247,7 @@ impl Encodable for LeaderIdAndEpoch {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -295,10 +274,7 @@ impl Encodable for LeaderIdAndEpoch {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -314,19 +290,11 @@ impl Decodable for LeaderIdAndEpoch {
         if version < 3 || version > 13 {
             bail!("specified version not supported by this message type");
         }
-        let leader_id = if version >= 10 {
-            types::Int32.decode(buf)?
-        } else {
-            (-1).into()
-        };
-        let leader_epoch = if version >= 10 {
-            types::Int32.decode(buf)?
-        } else {
-            -1
-        };
+        let leader_id = if version >= 10 { types::Int32.decode(buf)? } else { (-1).into() };
+        let leader_epoch = if version >= 10 { types::Int32.decode(buf)? } else { -1 };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 9 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -334,21 +302,13 @@ impl Decodable for LeaderIdAndEpoch {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            leader_id,
-            leader_epoch,
-            unknown_tagged_fields,
-        })
+        Ok(Self { leader_id, leader_epoch, unknown_tagged_fields })
     }
 }
 
 impl Default for LeaderIdAndEpoch {
     fn default() -> Self {
-        Self {
-            leader_id: (-1).into(),
-            leader_epoch: -1,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { leader_id: (-1).into(), leader_epoch: -1, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -471,10 +431,7 @@ impl Encodable for NodeEndpoint {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -515,10 +472,7 @@ impl Encodable for NodeEndpoint {
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -534,29 +488,13 @@ impl Decodable for NodeEndpoint {
         if version < 3 || version > 13 {
             bail!("specified version not supported by this message type");
         }
-        let node_id = if version >= 10 {
-            types::Int32.decode(buf)?
-        } else {
-            (0).into()
-        };
-        let host = if version >= 10 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let port = if version >= 10 {
-            types::Int32.decode(buf)?
-        } else {
-            0
-        };
-        let rack = if version >= 10 {
-            types::CompactString.decode(buf)?
-        } else {
-            None
-        };
+        let node_id = if version >= 10 { types::Int32.decode(buf)? } else { (0).into() };
+        let host = if version >= 10 { types::CompactString.decode(buf)? } else { Default::default() };
+        let port = if version >= 10 { types::Int32.decode(buf)? } else { 0 };
+        let rack = if version >= 10 { types::CompactString.decode(buf)? } else { None };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 9 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -564,25 +502,13 @@ impl Decodable for NodeEndpoint {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            node_id,
-            host,
-            port,
-            rack,
-            unknown_tagged_fields,
-        })
+        Ok(Self { node_id, host, port, rack, unknown_tagged_fields })
     }
 }
 
 impl Default for NodeEndpoint {
     fn default() -> Self {
-        Self {
-            node_id: (0).into(),
-            host: Default::default(),
-            port: 0,
-            rack: None,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { node_id: (0).into(), host: Default::default(), port: 0, rack: None, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -759,21 +685,14 @@ impl Encodable for PartitionProduceResponse {
                 }
             }
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
             if version >= 10 {
                 if &self.current_leader != &Default::default() {
-                    let computed_size =
-                        types::Struct { version }.compute_size(&self.current_leader)?;
+                    let computed_size = types::Struct { version }.compute_size(&self.current_leader)?;
                     if computed_size > std::u32::MAX as usize {
-                        bail!(
-                            "Tagged field is too large to encode ({} bytes)",
-                            computed_size
-                        );
+                        bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                     }
                     types::UnsignedVarInt.encode(buf, 0)?;
                     types::UnsignedVarInt.encode(buf, computed_size as u32)?;
@@ -795,11 +714,9 @@ impl Encodable for PartitionProduceResponse {
         }
         if version >= 8 {
             if version >= 9 {
-                total_size += types::CompactArray(types::Struct { version })
-                    .compute_size(&self.record_errors)?;
+                total_size += types::CompactArray(types::Struct { version }).compute_size(&self.record_errors)?;
             } else {
-                total_size +=
-                    types::Array(types::Struct { version }).compute_size(&self.record_errors)?;
+                total_size += types::Array(types::Struct { version }).compute_size(&self.record_errors)?;
             }
         }
         if version >= 8 {
@@ -817,21 +734,14 @@ impl Encodable for PartitionProduceResponse {
                 }
             }
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
             if version >= 10 {
                 if &self.current_leader != &Default::default() {
-                    let computed_size =
-                        types::Struct { version }.compute_size(&self.current_leader)?;
+                    let computed_size = types::Struct { version }.compute_size(&self.current_leader)?;
                     if computed_size > std::u32::MAX as usize {
-                        bail!(
-                            "Tagged field is too large to encode ({} bytes)",
-                            computed_size
-                        );
+                        bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                     }
                     total_size += types::UnsignedVarInt.compute_size(0)?;
                     total_size += types::UnsignedVarInt.compute_size(computed_size as u32)?;
@@ -854,11 +764,7 @@ impl Decodable for PartitionProduceResponse {
         let error_code = types::Int16.decode(buf)?;
         let base_offset = types::Int64.decode(buf)?;
         let log_append_time_ms = types::Int64.decode(buf)?;
-        let log_start_offset = if version >= 5 {
-            types::Int64.decode(buf)?
-        } else {
-            -1
-        };
+        let log_start_offset = if version >= 5 { types::Int64.decode(buf)? } else { -1 };
         let record_errors = if version >= 8 {
             if version >= 9 {
                 types::CompactArray(types::Struct { version }).decode(buf)?
@@ -880,7 +786,7 @@ impl Decodable for PartitionProduceResponse {
         let mut current_leader = Default::default();
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 9 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -1017,26 +923,18 @@ impl Encodable for ProduceResponse {
                 }
             }
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
             if version >= 10 {
                 if !self.node_endpoints.is_empty() {
-                    let computed_size = types::CompactArray(types::Struct { version })
-                        .compute_size(&self.node_endpoints)?;
+                    let computed_size = types::CompactArray(types::Struct { version }).compute_size(&self.node_endpoints)?;
                     if computed_size > std::u32::MAX as usize {
-                        bail!(
-                            "Tagged field is too large to encode ({} bytes)",
-                            computed_size
-                        );
+                        bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                     }
                     types::UnsignedVarInt.encode(buf, 0)?;
                     types::UnsignedVarInt.encode(buf, computed_size as u32)?;
-                    types::CompactArray(types::Struct { version })
-                        .encode(buf, &self.node_endpoints)?;
+                    types::CompactArray(types::Struct { version }).encode(buf, &self.node_endpoints)?;
                 }
             }
             write_unknown_tagged_fields(buf, 1.., &self.unknown_tagged_fields)?;
@@ -1046,8 +944,7 @@ impl Encodable for ProduceResponse {
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
         if version >= 9 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.responses)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.responses)?;
         } else {
             total_size += types::Array(types::Struct { version }).compute_size(&self.responses)?;
         }
@@ -1060,21 +957,14 @@ impl Encodable for ProduceResponse {
                 }
             }
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
             if version >= 10 {
                 if !self.node_endpoints.is_empty() {
-                    let computed_size = types::CompactArray(types::Struct { version })
-                        .compute_size(&self.node_endpoints)?;
+                    let computed_size = types::CompactArray(types::Struct { version }).compute_size(&self.node_endpoints)?;
                     if computed_size > std::u32::MAX as usize {
-                        bail!(
-                            "Tagged field is too large to encode ({} bytes)",
-                            computed_size
-                        );
+                        bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                     }
                     total_size += types::UnsignedVarInt.compute_size(0)?;
                     total_size += types::UnsignedVarInt.compute_size(computed_size as u32)?;
@@ -1102,15 +992,14 @@ impl Decodable for ProduceResponse {
         let mut node_endpoints = Default::default();
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 9 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
                 match tag {
                     0 => {
                         if version >= 10 {
-                            node_endpoints =
-                                types::CompactArray(types::Struct { version }).decode(buf)?;
+                            node_endpoints = types::CompactArray(types::Struct { version }).decode(buf)?;
                         } else {
                             bail!("Tag {} is not valid for version {}", tag, version);
                         }
@@ -1122,12 +1011,7 @@ impl Decodable for ProduceResponse {
                 }
             }
         }
-        Ok(Self {
-            responses,
-            throttle_time_ms,
-            node_endpoints,
-            unknown_tagged_fields,
-        })
+        Ok(Self { responses, throttle_time_ms, node_endpoints, unknown_tagged_fields })
     }
 }
 
@@ -1227,18 +1111,14 @@ impl Encodable for TopicProduceResponse {
             types::Uuid.encode(buf, &self.topic_id)?;
         }
         if version >= 9 {
-            types::CompactArray(types::Struct { version })
-                .encode(buf, &self.partition_responses)?;
+            types::CompactArray(types::Struct { version }).encode(buf, &self.partition_responses)?;
         } else {
             types::Array(types::Struct { version }).encode(buf, &self.partition_responses)?;
         }
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -1259,19 +1139,14 @@ impl Encodable for TopicProduceResponse {
             total_size += types::Uuid.compute_size(&self.topic_id)?;
         }
         if version >= 9 {
-            total_size += types::CompactArray(types::Struct { version })
-                .compute_size(&self.partition_responses)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.partition_responses)?;
         } else {
-            total_size +=
-                types::Array(types::Struct { version }).compute_size(&self.partition_responses)?;
+            total_size += types::Array(types::Struct { version }).compute_size(&self.partition_responses)?;
         }
         if version >= 9 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -1296,11 +1171,7 @@ impl Decodable for TopicProduceResponse {
         } else {
             Default::default()
         };
-        let topic_id = if version >= 13 {
-            types::Uuid.decode(buf)?
-        } else {
-            Uuid::nil()
-        };
+        let topic_id = if version >= 13 { types::Uuid.decode(buf)? } else { Uuid::nil() };
         let partition_responses = if version >= 9 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -1308,7 +1179,7 @@ impl Decodable for TopicProduceResponse {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 9 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -1316,12 +1187,7 @@ impl Decodable for TopicProduceResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            name,
-            topic_id,
-            partition_responses,
-            unknown_tagged_fields,
-        })
+        Ok(Self { name, topic_id, partition_responses, unknown_tagged_fields })
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 1-2
@@ -92,10 +92,7 @@ impl Encodable for RenewDelegationTokenResponse {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -111,10 +108,7 @@ impl Encodable for RenewDelegationTokenResponse {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -135,7 +129,7 @@ impl Decodable for RenewDelegationTokenResponse {
         let throttle_time_ms = types::Int32.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -143,23 +137,13 @@ impl Decodable for RenewDelegationTokenResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            error_code,
-            expiry_timestamp_ms,
-            throttle_time_ms,
-            unknown_tagged_fields,
-        })
+        Ok(Self { error_code, expiry_timestamp_ms, throttle_time_ms, unknown_tagged_fields })
     }
 }
 
 impl Default for RenewDelegationTokenResponse {
     fn default() -> Self {
-        Self {
-            error_code: 0,
-            expiry_timestamp_ms: 0,
-            throttle_time_ms: 0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { error_code: 0, expiry_timestamp_ms: 0, throttle_time_ms: 0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

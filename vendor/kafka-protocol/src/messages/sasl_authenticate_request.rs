@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-2
@@ -66,10 +66,7 @@ impl Encodable for SaslAuthenticateRequest {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -87,10 +84,7 @@ impl Encodable for SaslAuthenticateRequest {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -106,14 +100,10 @@ impl Decodable for SaslAuthenticateRequest {
         if version < 0 || version > 2 {
             bail!("specified version not supported by this message type");
         }
-        let auth_bytes = if version >= 2 {
-            types::CompactBytes.decode(buf)?
-        } else {
-            types::Bytes.decode(buf)?
-        };
+        let auth_bytes = if version >= 2 { types::CompactBytes.decode(buf)? } else { types::Bytes.decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -121,19 +111,13 @@ impl Decodable for SaslAuthenticateRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            auth_bytes,
-            unknown_tagged_fields,
-        })
+        Ok(Self { auth_bytes, unknown_tagged_fields })
     }
 }
 
 impl Default for SaslAuthenticateRequest {
     fn default() -> Self {
-        Self {
-            auth_bytes: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { auth_bytes: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-2
@@ -117,10 +117,7 @@ impl Encodable for SaslAuthenticateResponse {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -147,10 +144,7 @@ impl Encodable for SaslAuthenticateResponse {
         if version >= 2 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -167,24 +161,12 @@ impl Decodable for SaslAuthenticateResponse {
             bail!("specified version not supported by this message type");
         }
         let error_code = types::Int16.decode(buf)?;
-        let error_message = if version >= 2 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let auth_bytes = if version >= 2 {
-            types::CompactBytes.decode(buf)?
-        } else {
-            types::Bytes.decode(buf)?
-        };
-        let session_lifetime_ms = if version >= 1 {
-            types::Int64.decode(buf)?
-        } else {
-            0
-        };
+        let error_message = if version >= 2 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let auth_bytes = if version >= 2 { types::CompactBytes.decode(buf)? } else { types::Bytes.decode(buf)? };
+        let session_lifetime_ms = if version >= 1 { types::Int64.decode(buf)? } else { 0 };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -192,13 +174,7 @@ impl Decodable for SaslAuthenticateResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            error_code,
-            error_message,
-            auth_bytes,
-            session_lifetime_ms,
-            unknown_tagged_fields,
-        })
+        Ok(Self { error_code, error_message, auth_bytes, session_lifetime_ms, unknown_tagged_fields })
     }
 }
 

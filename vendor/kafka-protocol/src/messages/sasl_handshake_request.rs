@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-1
@@ -70,9 +70,7 @@ impl Decodable for SaslHandshakeRequest {
 
 impl Default for SaslHandshakeRequest {
     fn default() -> Self {
-        Self {
-            mechanism: Default::default(),
-        }
+        Self { mechanism: Default::default() }
     }
 }
 

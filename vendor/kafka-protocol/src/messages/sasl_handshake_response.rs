@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-1
@@ -81,19 +81,13 @@ impl Decodable for SaslHandshakeResponse {
         }
         let error_code = types::Int16.decode(buf)?;
         let mechanisms = types::Array(types::String).decode(buf)?;
-        Ok(Self {
-            error_code,
-            mechanisms,
-        })
+        Ok(Self { error_code, mechanisms })
     }
 }
 
 impl Default for SaslHandshakeResponse {
     fn default() -> Self {
-        Self {
-            error_code: 0,
-            mechanisms: Default::default(),
-        }
+        Self { error_code: 0, mechanisms: Default::default() }
     }
 }
 

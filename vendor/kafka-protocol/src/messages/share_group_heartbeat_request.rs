@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 1
@@ -121,10 +121,7 @@ impl Encodable for ShareGroupHeartbeatRequest {
         types::CompactArray(types::CompactString).encode(buf, &self.subscribed_topic_names)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -137,14 +134,10 @@ impl Encodable for ShareGroupHeartbeatRequest {
         total_size += types::CompactString.compute_size(&self.member_id)?;
         total_size += types::Int32.compute_size(&self.member_epoch)?;
         total_size += types::CompactString.compute_size(&self.rack_id)?;
-        total_size +=
-            types::CompactArray(types::CompactString).compute_size(&self.subscribed_topic_names)?;
+        total_size += types::CompactArray(types::CompactString).compute_size(&self.subscribed_topic_names)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -165,21 +158,14 @@ impl Decodable for ShareGroupHeartbeatRequest {
         let rack_id = types::CompactString.decode(buf)?;
         let subscribed_topic_names = types::CompactArray(types::CompactString).decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            group_id,
-            member_id,
-            member_epoch,
-            rack_id,
-            subscribed_topic_names,
-            unknown_tagged_fields,
-        })
+        Ok(Self { group_id, member_id, member_epoch, rack_id, subscribed_topic_names, unknown_tagged_fields })
     }
 }
 

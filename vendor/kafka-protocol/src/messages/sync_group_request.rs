@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-5
@@ -178,10 +178,7 @@ impl Encodable for SyncGroupRequest {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -220,19 +217,14 @@ impl Encodable for SyncGroupRequest {
             total_size += types::CompactString.compute_size(&self.protocol_name)?;
         }
         if version >= 4 {
-            total_size +=
-                types::CompactArray(types::Struct { version }).compute_size(&self.assignments)?;
+            total_size += types::CompactArray(types::Struct { version }).compute_size(&self.assignments)?;
         } else {
-            total_size +=
-                types::Array(types::Struct { version }).compute_size(&self.assignments)?;
+            total_size += types::Array(types::Struct { version }).compute_size(&self.assignments)?;
         }
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -248,17 +240,9 @@ impl Decodable for SyncGroupRequest {
         if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
-        let group_id = if version >= 4 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let group_id = if version >= 4 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let generation_id = types::Int32.decode(buf)?;
-        let member_id = if version >= 4 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
+        let member_id = if version >= 4 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
         let group_instance_id = if version >= 3 {
             if version >= 4 {
                 types::CompactString.decode(buf)?
@@ -268,16 +252,8 @@ impl Decodable for SyncGroupRequest {
         } else {
             None
         };
-        let protocol_type = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            None
-        };
-        let protocol_name = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            None
-        };
+        let protocol_type = if version >= 5 { types::CompactString.decode(buf)? } else { None };
+        let protocol_name = if version >= 5 { types::CompactString.decode(buf)? } else { None };
         let assignments = if version >= 4 {
             types::CompactArray(types::Struct { version }).decode(buf)?
         } else {
@@ -285,7 +261,7 @@ impl Decodable for SyncGroupRequest {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -293,16 +269,7 @@ impl Decodable for SyncGroupRequest {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            group_id,
-            generation_id,
-            member_id,
-            group_instance_id,
-            protocol_type,
-            protocol_name,
-            assignments,
-            unknown_tagged_fields,
-        })
+        Ok(Self { group_id, generation_id, member_id, group_instance_id, protocol_type, protocol_name, assignments, unknown_tagged_fields })
     }
 }
 
@@ -394,10 +361,7 @@ impl Encodable for SyncGroupRequestAssignment {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -420,10 +384,7 @@ impl Encodable for SyncGroupRequestAssignment {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -439,19 +400,11 @@ impl Decodable for SyncGroupRequestAssignment {
         if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
-        let member_id = if version >= 4 {
-            types::CompactString.decode(buf)?
-        } else {
-            types::String.decode(buf)?
-        };
-        let assignment = if version >= 4 {
-            types::CompactBytes.decode(buf)?
-        } else {
-            types::Bytes.decode(buf)?
-        };
+        let member_id = if version >= 4 { types::CompactString.decode(buf)? } else { types::String.decode(buf)? };
+        let assignment = if version >= 4 { types::CompactBytes.decode(buf)? } else { types::Bytes.decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -459,21 +412,13 @@ impl Decodable for SyncGroupRequestAssignment {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            member_id,
-            assignment,
-            unknown_tagged_fields,
-        })
+        Ok(Self { member_id, assignment, unknown_tagged_fields })
     }
 }
 
 impl Default for SyncGroupRequestAssignment {
     fn default() -> Self {
-        Self {
-            member_id: Default::default(),
-            assignment: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { member_id: Default::default(), assignment: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

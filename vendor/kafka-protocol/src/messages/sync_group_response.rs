@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-5
@@ -132,10 +132,7 @@ impl Encodable for SyncGroupResponse {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -163,10 +160,7 @@ impl Encodable for SyncGroupResponse {
         if version >= 4 {
             let num_tagged_fields = self.unknown_tagged_fields.len();
             if num_tagged_fields > std::u32::MAX as usize {
-                bail!(
-                    "Too many tagged fields to encode ({} fields)",
-                    num_tagged_fields
-                );
+                bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
             }
             total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -182,30 +176,14 @@ impl Decodable for SyncGroupResponse {
         if version < 0 || version > 5 {
             bail!("specified version not supported by this message type");
         }
-        let throttle_time_ms = if version >= 1 {
-            types::Int32.decode(buf)?
-        } else {
-            0
-        };
+        let throttle_time_ms = if version >= 1 { types::Int32.decode(buf)? } else { 0 };
         let error_code = types::Int16.decode(buf)?;
-        let protocol_type = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            None
-        };
-        let protocol_name = if version >= 5 {
-            types::CompactString.decode(buf)?
-        } else {
-            None
-        };
-        let assignment = if version >= 4 {
-            types::CompactBytes.decode(buf)?
-        } else {
-            types::Bytes.decode(buf)?
-        };
+        let protocol_type = if version >= 5 { types::CompactString.decode(buf)? } else { None };
+        let protocol_name = if version >= 5 { types::CompactString.decode(buf)? } else { None };
+        let assignment = if version >= 4 { types::CompactBytes.decode(buf)? } else { types::Bytes.decode(buf)? };
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
-            let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -213,14 +191,7 @@ impl Decodable for SyncGroupResponse {
                 unknown_tagged_fields.insert(tag as i32, unknown_value);
             }
         }
-        Ok(Self {
-            throttle_time_ms,
-            error_code,
-            protocol_type,
-            protocol_name,
-            assignment,
-            unknown_tagged_fields,
-        })
+        Ok(Self { throttle_time_ms, error_code, protocol_type, protocol_name, assignment, unknown_tagged_fields })
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-2
@@ -118,10 +118,7 @@ impl Encodable for FeatureUpdateKey {
         }
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -148,10 +145,7 @@ impl Encodable for FeatureUpdateKey {
         }
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -168,31 +162,17 @@ impl Decodable for FeatureUpdateKey {
         }
         let feature = types::CompactString.decode(buf)?;
         let max_version_level = types::Int16.decode(buf)?;
-        let allow_downgrade = if version == 0 {
-            types::Boolean.decode(buf)?
-        } else {
-            false
-        };
-        let upgrade_type = if version >= 1 {
-            types::Int8.decode(buf)?
-        } else {
-            1
-        };
+        let allow_downgrade = if version == 0 { types::Boolean.decode(buf)? } else { false };
+        let upgrade_type = if version >= 1 { types::Int8.decode(buf)? } else { 1 };
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            feature,
-            max_version_level,
-            allow_downgrade,
-            upgrade_type,
-            unknown_tagged_fields,
-        })
+        Ok(Self { feature, max_version_level, allow_downgrade, upgrade_type, unknown_tagged_fields })
     }
 }
 
@@ -293,10 +273,7 @@ impl Encodable for UpdateFeaturesRequest {
         }
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -306,8 +283,7 @@ impl Encodable for UpdateFeaturesRequest {
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
         total_size += types::Int32.compute_size(&self.timeout_ms)?;
-        total_size +=
-            types::CompactArray(types::Struct { version }).compute_size(&self.feature_updates)?;
+        total_size += types::CompactArray(types::Struct { version }).compute_size(&self.feature_updates)?;
         if version >= 1 {
             total_size += types::Boolean.compute_size(&self.validate_only)?;
         } else {
@@ -317,10 +293,7 @@ impl Encodable for UpdateFeaturesRequest {
         }
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -337,36 +310,22 @@ impl Decodable for UpdateFeaturesRequest {
         }
         let timeout_ms = types::Int32.decode(buf)?;
         let feature_updates = types::CompactArray(types::Struct { version }).decode(buf)?;
-        let validate_only = if version >= 1 {
-            types::Boolean.decode(buf)?
-        } else {
-            false
-        };
+        let validate_only = if version >= 1 { types::Boolean.decode(buf)? } else { false };
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            timeout_ms,
-            feature_updates,
-            validate_only,
-            unknown_tagged_fields,
-        })
+        Ok(Self { timeout_ms, feature_updates, validate_only, unknown_tagged_fields })
     }
 }
 
 impl Default for UpdateFeaturesRequest {
     fn default() -> Self {
-        Self {
-            timeout_ms: 60000,
-            feature_updates: Default::default(),
-            validate_only: false,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { timeout_ms: 60000, feature_updates: Default::default(), validate_only: false, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0
@@ -106,10 +106,7 @@ impl Encodable for CurrentLeader {
         types::Int32.encode(buf, &self.port)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -124,10 +121,7 @@ impl Encodable for CurrentLeader {
         total_size += types::Int32.compute_size(&self.port)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -147,32 +141,20 @@ impl Decodable for CurrentLeader {
         let host = types::CompactString.decode(buf)?;
         let port = types::Int32.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            leader_id,
-            leader_epoch,
-            host,
-            port,
-            unknown_tagged_fields,
-        })
+        Ok(Self { leader_id, leader_epoch, host, port, unknown_tagged_fields })
     }
 }
 
 impl Default for CurrentLeader {
     fn default() -> Self {
-        Self {
-            leader_id: (-1).into(),
-            leader_epoch: -1,
-            host: Default::default(),
-            port: 0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { leader_id: (-1).into(), leader_epoch: -1, host: Default::default(), port: 0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -257,19 +239,13 @@ impl Encodable for UpdateRaftVoterResponse {
             num_tagged_fields += 1;
         }
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
         if &self.current_leader != &Default::default() {
             let computed_size = types::Struct { version }.compute_size(&self.current_leader)?;
             if computed_size > std::u32::MAX as usize {
-                bail!(
-                    "Tagged field is too large to encode ({} bytes)",
-                    computed_size
-                );
+                bail!("Tagged field is too large to encode ({} bytes)", computed_size);
             }
             types::UnsignedVarInt.encode(buf, 0)?;
             types::UnsignedVarInt.encode(buf, computed_size as u32)?;
@@ -288,19 +264,13 @@ impl Encodable for UpdateRaftVoterResponse {
             num_tagged_fields += 1;
         }
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
         if &self.current_leader != &Default::default() {
             let computed_size = types::Struct { version }.compute_size(&self.current_leader)?;
             if computed_size > std::u32::MAX as usize {
-                bail!(
-                    "Tagged field is too large to encode ({} bytes)",
-                    computed_size
-                );
+                bail!("Tagged field is too large to encode ({} bytes)", computed_size);
             }
             total_size += types::UnsignedVarInt.compute_size(0)?;
             total_size += types::UnsignedVarInt.compute_size(computed_size as u32)?;
@@ -322,7 +292,7 @@ impl Decodable for UpdateRaftVoterResponse {
         let error_code = types::Int16.decode(buf)?;
         let mut current_leader = Default::default();
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -336,23 +306,13 @@ impl Decodable for UpdateRaftVoterResponse {
                 }
             }
         }
-        Ok(Self {
-            throttle_time_ms,
-            error_code,
-            current_leader,
-            unknown_tagged_fields,
-        })
+        Ok(Self { throttle_time_ms, error_code, current_leader, unknown_tagged_fields })
     }
 }
 
 impl Default for UpdateRaftVoterResponse {
     fn default() -> Self {
-        Self {
-            throttle_time_ms: 0,
-            error_code: 0,
-            current_leader: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { throttle_time_ms: 0, error_code: 0, current_leader: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::protocol::{
     buf::{ByteBuf, ByteBufMut},
-    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder,
-    Encodable, Encoder, HeaderVersion, Message, StrBytes, VersionRange,
+    compute_unknown_tagged_fields_size, types, write_unknown_tagged_fields, Decodable, Decoder, Encodable, Encoder, HeaderVersion, Message,
+    StrBytes, VersionRange,
 };
 
 /// Valid versions: 0-2
@@ -109,10 +109,7 @@ impl Encodable for NodeEndpoint {
         }
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -144,10 +141,7 @@ impl Encodable for NodeEndpoint {
         }
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -162,46 +156,24 @@ impl Decodable for NodeEndpoint {
         if version < 0 || version > 2 {
             bail!("specified version not supported by this message type");
         }
-        let node_id = if version >= 1 {
-            types::Int32.decode(buf)?
-        } else {
-            (0).into()
-        };
-        let host = if version >= 1 {
-            types::CompactString.decode(buf)?
-        } else {
-            Default::default()
-        };
-        let port = if version >= 1 {
-            types::UInt16.decode(buf)?
-        } else {
-            0
-        };
+        let node_id = if version >= 1 { types::Int32.decode(buf)? } else { (0).into() };
+        let host = if version >= 1 { types::CompactString.decode(buf)? } else { Default::default() };
+        let port = if version >= 1 { types::UInt16.decode(buf)? } else { 0 };
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            node_id,
-            host,
-            port,
-            unknown_tagged_fields,
-        })
+        Ok(Self { node_id, host, port, unknown_tagged_fields })
     }
 }
 
 impl Default for NodeEndpoint {
     fn default() -> Self {
-        Self {
-            node_id: (0).into(),
-            host: Default::default(),
-            port: 0,
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { node_id: (0).into(), host: Default::default(), port: 0, unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -314,10 +286,7 @@ impl Encodable for PartitionData {
         types::Boolean.encode(buf, &self.vote_granted)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -333,10 +302,7 @@ impl Encodable for PartitionData {
         total_size += types::Boolean.compute_size(&self.vote_granted)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -357,21 +323,14 @@ impl Decodable for PartitionData {
         let leader_epoch = types::Int32.decode(buf)?;
         let vote_granted = types::Boolean.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            partition_index,
-            error_code,
-            leader_id,
-            leader_epoch,
-            vote_granted,
-            unknown_tagged_fields,
-        })
+        Ok(Self { partition_index, error_code, leader_id, leader_epoch, vote_granted, unknown_tagged_fields })
     }
 }
 
@@ -452,10 +411,7 @@ impl Encodable for TopicData {
         types::CompactArray(types::Struct { version }).encode(buf, &self.partitions)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
 
@@ -465,14 +421,10 @@ impl Encodable for TopicData {
     fn compute_size(&self, version: i16) -> Result<usize> {
         let mut total_size = 0;
         total_size += types::CompactString.compute_size(&self.topic_name)?;
-        total_size +=
-            types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
+        total_size += types::CompactArray(types::Struct { version }).compute_size(&self.partitions)?;
         let num_tagged_fields = self.unknown_tagged_fields.len();
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
 
@@ -490,28 +442,20 @@ impl Decodable for TopicData {
         let topic_name = types::CompactString.decode(buf)?;
         let partitions = types::CompactArray(types::Struct { version }).decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             let unknown_value = buf.try_get_bytes(size as usize)?;
             unknown_tagged_fields.insert(tag as i32, unknown_value);
         }
-        Ok(Self {
-            topic_name,
-            partitions,
-            unknown_tagged_fields,
-        })
+        Ok(Self { topic_name, partitions, unknown_tagged_fields })
     }
 }
 
 impl Default for TopicData {
     fn default() -> Self {
-        Self {
-            topic_name: Default::default(),
-            partitions: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { topic_name: Default::default(), partitions: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 
@@ -598,21 +542,14 @@ impl Encodable for VoteResponse {
             }
         }
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         types::UnsignedVarInt.encode(buf, num_tagged_fields as u32)?;
         if version >= 1 {
             if !self.node_endpoints.is_empty() {
-                let computed_size = types::CompactArray(types::Struct { version })
-                    .compute_size(&self.node_endpoints)?;
+                let computed_size = types::CompactArray(types::Struct { version }).compute_size(&self.node_endpoints)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 types::UnsignedVarInt.encode(buf, 0)?;
                 types::UnsignedVarInt.encode(buf, computed_size as u32)?;
@@ -633,21 +570,14 @@ impl Encodable for VoteResponse {
             }
         }
         if num_tagged_fields > std::u32::MAX as usize {
-            bail!(
-                "Too many tagged fields to encode ({} fields)",
-                num_tagged_fields
-            );
+            bail!("Too many tagged fields to encode ({} fields)", num_tagged_fields);
         }
         total_size += types::UnsignedVarInt.compute_size(num_tagged_fields as u32)?;
         if version >= 1 {
             if !self.node_endpoints.is_empty() {
-                let computed_size = types::CompactArray(types::Struct { version })
-                    .compute_size(&self.node_endpoints)?;
+                let computed_size = types::CompactArray(types::Struct { version }).compute_size(&self.node_endpoints)?;
                 if computed_size > std::u32::MAX as usize {
-                    bail!(
-                        "Tagged field is too large to encode ({} bytes)",
-                        computed_size
-                    );
+                    bail!("Tagged field is too large to encode ({} bytes)", computed_size);
                 }
                 total_size += types::UnsignedVarInt.compute_size(0)?;
                 total_size += types::UnsignedVarInt.compute_size(computed_size as u32)?;
@@ -669,15 +599,14 @@ impl Decodable for VoteResponse {
         let topics = types::CompactArray(types::Struct { version }).decode(buf)?;
         let mut node_endpoints = Default::default();
         let mut unknown_tagged_fields = BTreeMap::new();
-        let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        let num_tagged_fields = types::TaggedFieldCount.decode(buf)?;
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
             match tag {
                 0 => {
                     if version >= 1 {
-                        node_endpoints =
-                            types::CompactArray(types::Struct { version }).decode(buf)?;
+                        node_endpoints = types::CompactArray(types::Struct { version }).decode(buf)?;
                     } else {
                         bail!("Tag {} is not valid for version {}", tag, version);
                     }
@@ -688,23 +617,13 @@ impl Decodable for VoteResponse {
                 }
             }
         }
-        Ok(Self {
-            error_code,
-            topics,
-            node_endpoints,
-            unknown_tagged_fields,
-        })
+        Ok(Self { error_code, topics, node_endpoints, unknown_tagged_fields })
     }
 }
 
 impl Default for VoteResponse {
     fn default() -> Self {
-        Self {
-            error_code: 0,
-            topics: Default::default(),
-            node_endpoints: Default::default(),
-            unknown_tagged_fields: BTreeMap::new(),
-        }
+        Self { error_code: 0, topics: Default::default(), node_endpoints: Default::default(), unknown_tagged_fields: BTreeMap::new() }
     }
 }
 

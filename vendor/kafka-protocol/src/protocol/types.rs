@@ -990,6 +990,7 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for Array<E> {
             -1 => Ok(None),
             n if n >= 0 => {
                 if n as usize > buf.remaining() { bail!("Array length exceeds remaining bytes ({n})"); }
+                if n as usize > MAX_ARRAY_ELEMENTS { bail!("Array length exceeds {MAX_ARRAY_ELEMENTS} elements ({n})"); }
                 let mut result = Vec::with_capacity(n as usize);
                 for _ in 0..n {
                     result.push(self.0.decode(buf)?);
@@ -1012,6 +1013,26 @@ impl<T, E: Decoder<T>> Decoder<Vec<T>> for Array<E> {
             Ok(Some(s)) => Ok(s),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The most elements Kafka 4.4's decoders accept in one array; longer ones are a decode error.
+pub const MAX_ARRAY_ELEMENTS: usize = 1_000_000;
+
+/// The most tagged fields Kafka 4.4's decoders accept in one structure.
+pub const MAX_TAGGED_FIELDS: u32 = 10_000;
+
+/// The count that opens a flexible structure's tagged fields, bounded by [`MAX_TAGGED_FIELDS`].
+#[derive(Debug, Copy, Clone, Default)]
+pub struct TaggedFieldCount;
+
+impl Decoder<u32> for TaggedFieldCount {
+    fn decode<B: ByteBuf>(&self, buf: &mut B) -> Result<u32> {
+        let n: u32 = UnsignedVarInt.decode(buf)?;
+        if n > MAX_TAGGED_FIELDS {
+            bail!("Too many tagged fields ({n}, at most {MAX_TAGGED_FIELDS})");
+        }
+        Ok(n)
     }
 }
 
@@ -1099,6 +1120,7 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for CompactArray<E> {
             0 => Ok(None),
             n => {
                 if (n - 1) as usize > buf.remaining() { bail!("Array length exceeds remaining bytes ({n})"); }
+                if (n - 1) as usize > MAX_ARRAY_ELEMENTS { bail!("Array length exceeds {MAX_ARRAY_ELEMENTS} elements ({})", n - 1); }
                 let mut result = Vec::with_capacity((n - 1) as usize);
                 for _ in 1..n {
                     result.push(self.0.decode(buf)?);
