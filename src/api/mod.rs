@@ -21,6 +21,8 @@ mod reassign;
 mod response_errors;
 mod sasl;
 mod scram;
+mod share_fetch;
+mod share_groups;
 mod tokens;
 mod txn;
 
@@ -222,6 +224,10 @@ apis! {
     RenewDelegationToken: RenewDelegationTokenRequest => tokens::renew [1, 2] always;
     ExpireDelegationToken: ExpireDelegationTokenRequest => tokens::expire [1, 2] always;
     DescribeDelegationToken: DescribeDelegationTokenRequest => tokens::describe [1, 3] always;
+    ShareGroupHeartbeat: ShareGroupHeartbeatRequest => share_groups::heartbeat [1, 1] always;
+    ShareGroupDescribe: ShareGroupDescribeRequest => share_groups::describe [1, 1] always;
+    ShareFetch: ShareFetchRequest => share_fetch::share_fetch [1, 1] always;
+    ShareAcknowledge: ShareAcknowledgeRequest => share_fetch::share_acknowledge [1, 1] always;
 }
 
 /// The versions of `key` this broker serves.

@@ -143,6 +143,17 @@ impl ShareCoordinator {
         Ok(step)
     }
 
+    /// Every partition assigned to some member of the group.
+    pub fn assigned_partitions(&self, group_id: &str) -> std::collections::BTreeSet<Tp> {
+        let inner = self.inner.lock();
+        inner.groups.get(group_id).map(|g| g.members.values().flat_map(|m| m.assigned.iter().copied()).collect()).unwrap_or_default()
+    }
+
+    /// Does `member` have a share session here?
+    pub fn has_session(&self, group_id: &str, member: &str) -> bool {
+        self.inner.lock().sessions.get(group_id, member).is_some()
+    }
+
     /// The partitions of `member`'s share session.
     pub fn session_partitions(&self, group_id: &str, member: &str) -> Vec<Tp> {
         self.inner.lock().sessions.get(group_id, member).map(|s| s.partitions.iter().copied().collect()).unwrap_or_default()
