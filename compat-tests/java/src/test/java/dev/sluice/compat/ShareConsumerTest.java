@@ -9,6 +9,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -27,6 +28,7 @@ import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.GroupState;
+import org.apache.kafka.common.GroupType;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.junit.jupiter.api.AfterAll;
@@ -273,7 +275,7 @@ class ShareConsumerTest {
     }
 
     @Test
-    void describeShowsMembersAndTheGroupIsListedAsShare() throws Exception {
+    void describeListAndDeleteAShareGroup() throws Exception {
         String topic = "share-describe";
         String group = "sg-describe";
         createTopic(topic, 2);
@@ -288,6 +290,19 @@ class ShareConsumerTest {
             ShareMemberDescription m = d.members().iterator().next();
             assertEquals("sluice-compat-share", m.clientId());
             assertEquals(Set.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1)), m.assignment().topicPartitions());
+            assertTrue(Clients.get(admin.listGroups().all()).stream()
+                    .anyMatch(g -> g.groupId().equals(group) && g.type().equals(Optional.of(GroupType.SHARE))),
+                    "ListGroups shows the share group");
         }
+        // Its one member left on close, so the empty group can be deleted (DeleteGroups).
+        waitFor("the member to leave", () -> {
+            try {
+                return admin.describeShareGroups(List.of(group)).all().get().get(group).members().isEmpty();
+            } catch (Exception e) {
+                return false;
+            }
+        });
+        Clients.get(admin.deleteShareGroups(List.of(group)).all());
+        assertTrue(Clients.get(admin.listGroups().all()).stream().noneMatch(g -> g.groupId().equals(group)));
     }
 }
