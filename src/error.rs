@@ -181,6 +181,14 @@ pub enum Error {
     DelegationTokenExpired,
     #[error("token renewers must be User principals")]
     InvalidPrincipalType,
+    #[error("invalid record state: {0}")]
+    InvalidRecordState(String),
+    #[error("share session not found")]
+    ShareSessionNotFound,
+    #[error("share session epoch {got} is not the expected {expected}")]
+    InvalidShareSessionEpoch { got: i32, expected: i32 },
+    #[error("the limit of share sessions has been reached")]
+    ShareSessionLimitReached,
     #[error("another broker answered error code {0}")]
     Remote(i16),
 }
@@ -289,6 +297,10 @@ impl Error {
             DelegationTokenAuthorizationFailed => ResponseError::DelegationTokenAuthorizationFailed,
             DelegationTokenExpired => ResponseError::DelegationTokenExpired,
             InvalidPrincipalType => ResponseError::InvalidPrincipalType,
+            InvalidRecordState(_) => ResponseError::InvalidRecordState,
+            ShareSessionNotFound => ResponseError::ShareSessionNotFound,
+            InvalidShareSessionEpoch { .. } => ResponseError::InvalidShareSessionEpoch,
+            ShareSessionLimitReached => ResponseError::ShareSessionLimitReached,
             Remote(c) => ResponseError::try_from_code(*c).unwrap_or(ResponseError::UnknownServerError),
         }
     }

@@ -5,8 +5,9 @@ be advertised at exactly its 4.4 version range, except the keys in OWED below, e
 named with the issue that brings it. A key in OWED that is already advertised at its
 full 4.4 range fails too, so the table shrinks as those issues land.
 
-The 4.4 ranges are read from ../shared/kafka-api-versions-4.4.txt (next to the repo),
-or from the file KAFKA_API_VERSIONS_44 names.
+The 4.4 ranges are read from compat-tests/kafka-api-versions-4.4.txt (a copy of the
+project's list, read from the message JSON files of kafka-clients 4.4.0), or from the
+file KAFKA_API_VERSIONS_44 names.
 """
 
 import os
@@ -18,7 +19,7 @@ import kproto
 from conftest import REPO_ROOT, Broker
 
 VERSIONS_FILE = Path(os.environ.get(
-    "KAFKA_API_VERSIONS_44", REPO_ROOT.parent / "shared" / "kafka-api-versions-4.4.txt"))
+    "KAFKA_API_VERSIONS_44", REPO_ROOT / "compat-tests" / "kafka-api-versions-4.4.txt"))
 
 # Keys Sluice does not serve at their 4.4 range yet: key -> the issue that brings them.
 OWED = {
@@ -30,10 +31,8 @@ OWED = {
     71: "19 (telemetry: GetTelemetrySubscriptions)",
     72: "19 (telemetry: PushTelemetry)",
     74: "19 (ListConfigResources)",
-    76: "20 (share groups: ShareGroupHeartbeat)",
-    77: "20 (share groups: ShareGroupDescribe)",
-    78: "20 (share groups: ShareFetch)",
-    79: "20 (share groups: ShareAcknowledge)",
+    78: "20 (share groups: ShareFetch v2)",
+    79: "20 (share groups: ShareAcknowledge v2)",
     80: "19 (raft voters: AddRaftVoter)",
     81: "19 (raft voters: RemoveRaftVoter)",
     83: "20 (share groups: InitializeShareGroupState)",

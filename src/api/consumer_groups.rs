@@ -51,6 +51,10 @@ pub async fn heartbeat(ctx: &Ctx<'_>, req: ConsumerGroupHeartbeatRequest) -> Con
     });
     match allowed
         .and_then(|()| ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0))
+        .and_then(|()| match ctx.broker.shares.is_share_group(&req.group_id.0) {
+            true => Err(Error::GroupIdNotFound(format!("Group {} is not a consumer group.", &*req.group_id.0))),
+            false => Ok(()),
+        })
         .and_then(|_| ctx.broker.groups.consumer_heartbeat(&**ctx.broker, &req.group_id.0, hb))
     {
         Ok(r) => {

@@ -147,6 +147,7 @@ pub async fn list_groups(ctx: &Ctx<'_>, req: ListGroupsRequest) -> ListGroupsRes
         .groups
         .list()
         .into_iter()
+        .chain(ctx.broker.shares.list().into_iter().map(|(id, st)| (id, "share".to_string(), st, "share")))
         .filter(|(_, _, st, _)| states.is_empty() || states.contains(&st.to_lowercase()))
         .filter(|(_, _, _, ty)| types.is_empty() || types.iter().any(|t| t == ty))
         .filter(|(id, _, _, _)| all || ctx.group_allowed(Operation::Describe, id))
@@ -179,7 +180,7 @@ pub async fn describe_groups(ctx: &Ctx<'_>, req: DescribeGroupsRequest) -> Descr
             if let Err(e) = ctx.broker.groups.check_coordinator(&**ctx.broker, &gid.0) {
                 return g.with_error_code(e.code()).with_group_state(sb("Dead"));
             }
-            if ctx.broker.groups.consumer_describe(&gid.0).is_ok() {
+            if ctx.broker.groups.consumer_describe(&gid.0).is_ok() || ctx.broker.shares.is_share_group(&gid.0) {
                 let e = Error::GroupIdNotFound(format!("group {} is not a classic group", &*gid.0));
                 return g.with_error_code(e.code()).with_error_message((v >= 6).then(|| sb(e.message()))).with_group_state(sb("Dead"));
             }
@@ -223,7 +224,10 @@ pub async fn delete_groups(ctx: &Ctx<'_>, req: DeleteGroupsRequest) -> DeleteGro
             let r = ctx
                 .check_group(Operation::Delete, &gid.0)
                 .and_then(|()| ctx.broker.groups.check_coordinator(&**ctx.broker, &gid.0))
-                .and_then(|_| ctx.broker.groups.delete_group(&**ctx.broker, &gid.0));
+                .and_then(|_| match ctx.broker.shares.is_share_group(&gid.0) {
+                    true => ctx.broker.shares.delete_group(&gid.0),
+                    false => ctx.broker.groups.delete_group(&**ctx.broker, &gid.0),
+                });
             // v3 adds the cause of a failure next to its code.
             let message = r.as_ref().err().filter(|_| ctx.version >= 3).map(|e| sb(e.message()));
             delete_groups_response::DeletableGroupResult::default()

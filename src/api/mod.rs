@@ -22,6 +22,8 @@ mod reassign;
 mod response_errors;
 mod sasl;
 mod scram;
+mod share_fetch;
+mod share_groups;
 mod tokens;
 mod txn;
 
@@ -224,6 +226,10 @@ apis! {
     ExpireDelegationToken: ExpireDelegationTokenRequest => tokens::expire [1, 2] always;
     DescribeDelegationToken: DescribeDelegationTokenRequest => tokens::describe [1, 3] always;
     DescribeTopicPartitions: DescribeTopicPartitionsRequest => describe_topic_partitions::handle [0, 0] always;
+    ShareGroupHeartbeat: ShareGroupHeartbeatRequest => share_groups::heartbeat [1, 1] always;
+    ShareGroupDescribe: ShareGroupDescribeRequest => share_groups::describe [1, 1] always;
+    ShareFetch: ShareFetchRequest => share_fetch::share_fetch [1, 1] always;
+    ShareAcknowledge: ShareAcknowledgeRequest => share_fetch::share_acknowledge [1, 1] always;
 }
 
 /// The versions of `key` this broker serves.

@@ -82,6 +82,10 @@ not_walked!(
     AlterUserScramCredentialsResponse,
 );
 
+// Share groups (KIP-932): the top-level code; per-group and per-partition codes are not walked.
+top_level!(ShareGroupHeartbeatResponse, ShareFetchResponse, ShareAcknowledgeResponse);
+not_walked!(ShareGroupDescribeResponse);
+
 impl ErrorCodes for MetadataResponse {
     fn each_error(&self, f: &mut dyn FnMut(i16)) {
         f(self.error_code);

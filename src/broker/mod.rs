@@ -3,6 +3,7 @@
 mod acls;
 mod configs;
 mod reconcile;
+mod share;
 mod tokens;
 mod topics;
 pub mod txn_verify;
@@ -55,6 +56,8 @@ pub struct Broker {
     pub producer_ids: ProducerIdManager,
     /// The group coordinator.
     pub groups: Coordinator,
+    /// Share groups and the share partitions led here.
+    pub shares: crate::share::ShareCoordinator,
     /// The transaction coordinator.
     pub txns: crate::txn::coordinator::TxnCoordinator,
     /// Replica fetchers and pending ISR changes.
@@ -99,6 +102,7 @@ impl Broker {
         let replication = crate::replication::Replication::new(identity.node_id, cluster.clone());
         let peers = peer::Peers::new(cluster.links.clone());
         let broker = Broker {
+            shares: share::coordinator(&config),
             groups,
             txns,
             producer_ids: ProducerIdManager::open(dir.join("producer-ids"), identity.node_id)?,
@@ -166,6 +170,7 @@ impl Broker {
             tokio::select! {
                 _ = group_tick.tick() => {
                     self.groups.tick(&*self);
+                    self.share_tick();
                     for id in self.txns.tick(&*self) {
                         let b = self.clone();
                         tokio::spawn(async move {

@@ -1,0 +1,264 @@
+//! Share groups (KIP-932, queues): the share group coordinator (membership and the
+//! server-side assignment, [`group`]), and on each partition leader the share
+//! partitions ([`partition`]) and share sessions ([`session`]).
+//!
+//! The state here lives in memory only: it is not yet written to `__share_group_state`
+//! (the share coordinator's topic), so a restart forgets what was acquired and
+//! acknowledged. Every share partition can be summarised as the state batches that
+//! topic holds ([`partition::SharePartition::state_batches`]), which is where that
+//! step will start.
+
+pub mod group;
+pub mod partition;
+pub mod session;
+
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+use uuid::Uuid;
+
+use crate::error::{Error, Result};
+use group::{GroupConfig, Heartbeat, HeartbeatReply, ShareGroup, Topics, Tp};
+use partition::{AbortedTxn, Acquired, LogBatch, ShareConfig, SharePartition};
+use session::{SessionCache, Step};
+
+/// A share partition's key: the group and the topic partition.
+type Key = (String, Uuid, i32);
+
+struct Inner {
+    groups: HashMap<String, ShareGroup>,
+    partitions: HashMap<Key, SharePartition>,
+    sessions: SessionCache,
+}
+
+/// The share groups coordinated here and the share partitions led here.
+pub struct ShareCoordinator {
+    inner: Mutex<Inner>,
+    pub group_config: GroupConfig,
+    pub share_config: ShareConfig,
+}
+
+/// What ShareGroupDescribe and ListGroups show of a group.
+pub type Description = ShareGroup;
+
+impl ShareCoordinator {
+    /// A coordinator with no groups, keeping at most `max_sessions` share sessions.
+    pub fn new(group_config: GroupConfig, share_config: ShareConfig, max_sessions: usize) -> ShareCoordinator {
+        ShareCoordinator {
+            inner: Mutex::new(Inner { groups: HashMap::new(), partitions: HashMap::new(), sessions: SessionCache::new(max_sessions) }),
+            group_config,
+            share_config,
+        }
+    }
+
+    /// Is `group_id` a share group here?
+    pub fn is_share_group(&self, group_id: &str) -> bool {
+        self.inner.lock().groups.contains_key(group_id)
+    }
+
+    /// ShareGroupHeartbeat. A member that leaves gives back what it holds on this broker.
+    pub fn heartbeat(&self, group_id: &str, hb: Heartbeat, topics: &Topics, now: i64) -> Result<HeartbeatReply> {
+        if group_id.is_empty() {
+            return Err(Error::InvalidRequest("GroupId can't be empty.".into()));
+        }
+        let leaving = (hb.epoch == group::LEAVE_EPOCH).then(|| hb.member_id.clone());
+        let mut inner = self.inner.lock();
+        let g = inner.groups.entry(group_id.to_string()).or_insert_with(|| ShareGroup::new(group_id));
+        let reply = g.heartbeat(hb, topics, &self.group_config, now);
+        if g.members.is_empty() && g.epoch == 0 {
+            // A first heartbeat that failed leaves no group behind.
+            inner.groups.remove(group_id);
+        }
+        if let (Ok(_), Some(m)) = (&reply, leaving) {
+            self.release_member(&mut inner, group_id, &m);
+        }
+        reply
+    }
+
+    fn release_member(&self, inner: &mut Inner, group_id: &str, member: &str) {
+        inner.sessions.remove_member(group_id, member);
+        for ((g, _, _), sp) in inner.partitions.iter_mut() {
+            if g == group_id {
+                sp.release_member(member, &self.share_config);
+            }
+        }
+    }
+
+    /// Session timeouts and lock timeouts. Returns how many records came back.
+    pub fn tick(&self, topics: &Topics, now: i64) -> usize {
+        let mut inner = self.inner.lock();
+        let mut gone = Vec::new();
+        for (id, g) in inner.groups.iter_mut() {
+            gone.extend(g.tick(topics, &self.group_config, now).into_iter().map(|m| (id.clone(), m)));
+        }
+        for (g, m) in gone {
+            tracing::info!(group = %g, member = %m, "share group member's session timed out");
+            self.release_member(&mut inner, &g, &m);
+        }
+        inner.partitions.values_mut().map(|sp| sp.expire_locks(now, &self.share_config)).sum()
+    }
+
+    /// ShareGroupDescribe: the group, or GROUP_ID_NOT_FOUND.
+    pub fn describe(&self, group_id: &str) -> Result<Description> {
+        self.inner.lock().groups.get(group_id).cloned().ok_or_else(|| Error::GroupIdNotFound(format!("{group_id} is not a share group")))
+    }
+
+    /// ListGroups: (group id, state) of every share group.
+    pub fn list(&self) -> Vec<(String, &'static str)> {
+        let mut v: Vec<_> = self.inner.lock().groups.values().map(|g| (g.id.clone(), g.state_name())).collect();
+        v.sort();
+        v
+    }
+
+    /// DeleteGroups for a share group: only an empty one, with its share partitions.
+    pub fn delete_group(&self, group_id: &str) -> Result<()> {
+        let mut inner = self.inner.lock();
+        let g = inner.groups.get(group_id).ok_or_else(|| Error::GroupIdNotFound(group_id.into()))?;
+        if !g.members.is_empty() {
+            return Err(Error::NonEmptyGroup(group_id.into()));
+        }
+        inner.groups.remove(group_id);
+        inner.partitions.retain(|(g, _, _), _| g != group_id);
+        Ok(())
+    }
+
+    /// Starts a share partition at `start` unless it exists.
+    pub fn init_partition(&self, group_id: &str, tp: Tp, start: impl FnOnce() -> i64) {
+        let mut inner = self.inner.lock();
+        inner.partitions.entry((group_id.to_string(), tp.0, tp.1)).or_insert_with(|| SharePartition::new(start()));
+    }
+
+    /// Moves `member`'s share session on (see [`SessionCache::step`]); a closed session
+    /// gives back what the member holds in its partitions.
+    pub fn session_step(&self, group_id: &str, member: &str, epoch: i32, add: &[Tp], forget: &[Tp]) -> Result<Step> {
+        let mut inner = self.inner.lock();
+        let step = inner.sessions.step(group_id, member, epoch, add, forget)?;
+        if let Step::Closed(parts) = &step {
+            for tp in parts {
+                if let Some(sp) = inner.partitions.get_mut(&(group_id.to_string(), tp.0, tp.1)) {
+                    sp.release_member(member, &self.share_config);
+                }
+            }
+        }
+        Ok(step)
+    }
+
+    /// Every partition assigned to some member of the group.
+    pub fn assigned_partitions(&self, group_id: &str) -> std::collections::BTreeSet<Tp> {
+        let inner = self.inner.lock();
+        inner.groups.get(group_id).map(|g| g.members.values().flat_map(|m| m.assigned.iter().copied()).collect()).unwrap_or_default()
+    }
+
+    /// Does `member` have a share session here?
+    pub fn has_session(&self, group_id: &str, member: &str) -> bool {
+        self.inner.lock().sessions.get(group_id, member).is_some()
+    }
+
+    /// The partitions of `member`'s share session.
+    pub fn session_partitions(&self, group_id: &str, member: &str) -> Vec<Tp> {
+        self.inner.lock().sessions.get(group_id, member).map(|s| s.partitions.iter().copied().collect()).unwrap_or_default()
+    }
+
+    /// Applies acknowledgement batches (first, last, types) of `member` to one partition,
+    /// stopping at the first that fails.
+    pub fn acknowledge(&self, group_id: &str, member: &str, tp: Tp, batches: &[(i64, i64, Vec<i8>)]) -> Result<()> {
+        let mut inner = self.inner.lock();
+        let sp = inner
+            .partitions
+            .get_mut(&(group_id.to_string(), tp.0, tp.1))
+            .ok_or_else(|| Error::InvalidRecordState(format!("no records of partition {} were acquired", tp.1)))?;
+        for (first, last, types) in batches {
+            sp.acknowledge(member, *first, *last, types, &self.share_config)?;
+        }
+        Ok(())
+    }
+
+    /// Where the next fetch of the share partition reads from, after catching the window
+    /// up with the log's start; None when there is nothing to read. `start` initialises
+    /// a partition seen for the first time.
+    pub fn fetch_offset(&self, group_id: &str, tp: Tp, log_start: i64, start: impl FnOnce() -> i64) -> Option<i64> {
+        let mut inner = self.inner.lock();
+        let sp = inner.partitions.entry((group_id.to_string(), tp.0, tp.1)).or_insert_with(|| SharePartition::new(start()));
+        sp.advance_to_log_start(log_start);
+        sp.next_fetch_offset(&self.share_config)
+    }
+
+    /// Acquires for `member` what the batches read at [`Self::fetch_offset`] make available.
+    #[allow(clippy::too_many_arguments)]
+    pub fn acquire(
+        &self,
+        group_id: &str,
+        member: &str,
+        tp: Tp,
+        batches: &[LogBatch],
+        aborted: &[AbortedTxn],
+        max_records: usize,
+        now: i64,
+    ) -> Vec<Acquired> {
+        let mut inner = self.inner.lock();
+        match inner.partitions.get_mut(&(group_id.to_string(), tp.0, tp.1)) {
+            Some(sp) => sp.acquire(member, batches, aborted, max_records, &self.share_config, now),
+            None => Vec::new(),
+        }
+    }
+
+    /// (start offset, state batches) of a share partition, for describing and persisting.
+    pub fn partition_state(&self, group_id: &str, tp: Tp) -> Option<(i64, Vec<partition::StateBatch>)> {
+        let inner = self.inner.lock();
+        inner.partitions.get(&(group_id.to_string(), tp.0, tp.1)).map(|sp| (sp.start_offset(), sp.state_batches()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topics() -> Topics {
+        [("t".to_string(), (Uuid::from_u128(1), 1))].into_iter().collect()
+    }
+
+    fn join(id: &str) -> Heartbeat {
+        Heartbeat { member_id: id.into(), epoch: 0, subscribed: Some(vec!["t".into()]), ..Default::default() }
+    }
+
+    fn batch(first: i64, last: i64) -> LogBatch {
+        LogBatch { first, last, producer_id: -1, transactional: false, control: false }
+    }
+
+    #[test]
+    fn a_member_that_leaves_or_closes_its_session_gives_records_back() {
+        let c = ShareCoordinator::new(GroupConfig::default(), ShareConfig::default(), 10);
+        let tp = (Uuid::from_u128(1), 0);
+        c.heartbeat("g", join("a"), &topics(), 0).unwrap();
+        assert_eq!(c.fetch_offset("g", tp, 0, || 0), Some(0));
+        c.session_step("g", "a", 0, &[tp], &[]).unwrap();
+        assert_eq!(c.acquire("g", "a", tp, &[batch(0, 1)], &[], 10, 0).len(), 1);
+        c.session_step("g", "a", -1, &[], &[]).unwrap();
+        assert_eq!(c.partition_state("g", tp).unwrap().1[0].state, partition::RecordState::Available);
+        c.acquire("g", "a", tp, &[batch(0, 1)], &[], 10, 0);
+        c.heartbeat("g", Heartbeat { member_id: "a".into(), epoch: -1, ..Default::default() }, &topics(), 0).unwrap();
+        assert_eq!(c.partition_state("g", tp).unwrap().1[0].state, partition::RecordState::Available);
+        assert_eq!(c.list(), vec![("g".to_string(), "Empty")]);
+        c.delete_group("g").unwrap();
+        assert!(c.partition_state("g", tp).is_none());
+        assert!(matches!(c.describe("g"), Err(Error::GroupIdNotFound(_))));
+    }
+
+    #[test]
+    fn a_timed_out_member_and_lapsed_locks_free_records() {
+        let gc = GroupConfig { session_timeout_ms: 100, ..Default::default() };
+        let c = ShareCoordinator::new(gc, ShareConfig { record_lock_duration_ms: 50, ..Default::default() }, 10);
+        let tp = (Uuid::from_u128(1), 0);
+        c.heartbeat("g", join("a"), &topics(), 0).unwrap();
+        c.fetch_offset("g", tp, 0, || 0);
+        c.acquire("g", "a", tp, &[batch(0, 0)], &[], 10, 0);
+        assert_eq!(c.tick(&topics(), 49), 0);
+        assert_eq!(c.tick(&topics(), 50), 1);
+        c.acquire("g", "a", tp, &[batch(0, 0)], &[], 10, 60);
+        c.tick(&topics(), 101);
+        assert!(c.describe("g").unwrap().members.is_empty());
+        assert_eq!(c.partition_state("g", tp).unwrap().1[0].state, partition::RecordState::Available);
+        assert!(matches!(c.heartbeat("", join("a"), &topics(), 0), Err(Error::InvalidRequest(_))));
+        assert!(!c.is_share_group(""));
+    }
+}
