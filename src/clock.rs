@@ -1,12 +1,31 @@
-//! Time, as one injectable input: the system clock in the broker, a manual clock in
-//! deterministic tests. The bottom layer: it imports nothing from the crate.
+//! Time, as one injectable input: the system clock in the broker (shifted by an injected
+//! clock-skew fault, if any), a manual clock in deterministic tests. The bottom layer: it
+//! imports nothing from the crate.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
-/// Milliseconds since the Unix epoch, from the system clock.
+/// The shift injected into this node's clock (`sluice fault clock --skew-ms S`).
+static SKEW_MS: AtomicI64 = AtomicI64::new(0);
+
+/// Milliseconds since the Unix epoch: the system clock, shifted by any injected skew.
 pub fn now_ms() -> i64 {
+    system_now_ms().saturating_add(SKEW_MS.load(Ordering::Relaxed))
+}
+
+/// Milliseconds since the Unix epoch from the system clock, ignoring any injected skew.
+pub fn system_now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Shifts this node's clock by `ms` from the system clock (0: back to it).
+pub fn set_skew_ms(ms: i64) {
+    SKEW_MS.store(ms, Ordering::Relaxed);
+}
+
+/// The injected shift of this node's clock.
+pub fn skew_ms() -> i64 {
+    SKEW_MS.load(Ordering::Relaxed)
 }
 
 /// A source of wall-clock milliseconds.

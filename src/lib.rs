@@ -8,7 +8,7 @@
 //!
 //! | layer | modules | holds |
 //! |---|---|---|
-//! | 1 | `clock`, `error`, `config`, `stats` | time as an input, the one error-to-code mapping, every key with Kafka's defaults and the typed `Settings`; the process's counters and histograms |
+//! | 1 | `clock`, `error`, `config`, `stats`, `fault` | time as an input, the one error-to-code mapping, every key with Kafka's defaults and the typed `Settings`; the process's counters and histograms; the injected faults and their decisions |
 //! | 2 | `log`, `auth`, `transport` | segments, indexes, cleaner; byte formats (batches, records, control batches, producer state); the ACL index and Kafka's authorizer decision, the SCRAM credential, the SASL session and its mechanisms (pure state machines); TCP or TLS streams, TLS contexts, principals, dialing peers |
 //! | 3 | `metadata` | metadata records, the image, its published snapshots, name rules |
 //! | 4 | `partition`, `journal` | one partition's replica state and ISR bookkeeping, the replica manager, fetch watchers, the coordinators' interface; metadata records read back as cluster events |
@@ -31,6 +31,7 @@ pub mod config;
 pub mod controller;
 pub mod dev_cluster;
 pub mod error;
+pub mod fault;
 pub mod group;
 pub mod http;
 pub mod journal;
@@ -50,7 +51,7 @@ mod testing;
 
 /// The top-level modules, bottom layer first; modules in one layer may not import each other.
 pub const LAYERS: &[&[&str]] = &[
-    &["clock", "error", "config", "stats", "testing"],
+    &["clock", "error", "config", "stats", "fault", "testing"],
     &["log", "auth", "transport"],
     &["metadata"],
     &["partition", "journal"],

@@ -370,6 +370,9 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
         }
     }
 
+    // Before any link is opened, so the peer transport's hooks see the switch.
+    sluice::fault::global().enable(cfg.get_bool("fault.injection.enable"));
+
     // The controller quorum member, if this node votes (alone, with no voters configured).
     let controller = if is_controller {
         let raft_id = sluice::controller::quorum::raft_id;
@@ -383,7 +386,12 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
             if *id != node_id {
                 peers.insert(
                     raft_id(*id),
-                    sluice::controller::net::peer_sender(addr.address(), links.controller.clone(), links.controller_login.clone()),
+                    sluice::controller::net::peer_sender(
+                        *id as u64,
+                        addr.address(),
+                        links.controller.clone(),
+                        links.controller_login.clone(),
+                    ),
                 );
             }
         }
@@ -492,6 +500,12 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
             cl
         }
     };
+    let journal = cluster.journal();
+    sluice::fault::global().on_change(Box::new(move |c| {
+        // A clock fault moves this node's clock from the moment it is added until cleared.
+        sluice::clock::set_skew_ms(sluice::fault::global().clock_skew_ms());
+        journal.fault_changed(c, sluice::clock::now_ms())
+    }));
     // Nothing can be served before the quorum has named the cluster.
     let mut applied = cluster.applied();
     let mut waited = 0;

@@ -1,5 +1,5 @@
 //! `sluice` as a Kafka client tool (rpk-class): topics, produce/consume, groups, cluster
-//! health and the event journal. Everything speaks the Kafka protocol, so it works
+//! health, the event journal and fault injection. Everything speaks the Kafka protocol, so it works
 //! against Apache Kafka too; it uses only client-side pieces (transport, `auth::client`,
 //! config, the `kafka-protocol` crate), never broker internals.
 
@@ -9,6 +9,7 @@ pub mod conn;
 pub mod consume;
 pub mod error;
 pub mod events;
+pub mod fault;
 pub mod group;
 pub mod member;
 pub mod offsets;
@@ -62,6 +63,8 @@ pub enum Tool {
     Group(group::GroupArgs),
     /// Read the cluster event journal over a node's HTTP listener.
     Events(events::EventsArgs),
+    /// Inject, list and clear faults on a node over its HTTP listener.
+    Fault(fault::FaultArgs),
 }
 
 /// Runs a client command; the result is the process exit code.
@@ -76,6 +79,7 @@ pub fn run(tool: Tool) -> Result<i32, CliError> {
             Tool::Group(a) => group::run(a).await,
             // Plain blocking HTTP on this thread: nothing else runs meanwhile.
             Tool::Events(a) => events::run(&a),
+            Tool::Fault(a) => fault::run(&a),
         }
     })
 }

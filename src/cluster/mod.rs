@@ -174,7 +174,14 @@ impl Cluster {
                     .or_else(|| self.controller.as_ref().and_then(|c| c.quorum.status().leader_node()))
                     .filter(|t| *t != self.node_id || self.controller.is_none())
                     .or_else(|| round_robin.next());
+                let link_fault = target.map(|t| crate::fault::global().on_link(Some(t), crate::clock::now_ms())).unwrap_or_default();
+                if link_fault.delay_ms > 0 {
+                    tokio::time::sleep(Duration::from_millis(link_fault.delay_ms).min(left)).await;
+                }
                 match target.and_then(|t| self.voters.get(&t)) {
+                    Some(_) if link_fault.drop => {
+                        Err(Error::BrokerNotAvailable("the link to the controller is cut by an injected fault".into()))
+                    }
                     Some(addr) => {
                         net::call(
                             &self.links.controller,

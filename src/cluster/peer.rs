@@ -40,6 +40,11 @@ impl Peers {
 
     /// Sends `req` at `version` to the broker at `addr` and waits up to `timeout` for the answer.
     pub async fn call<R: Request>(&self, addr: &str, me: i32, version: i16, req: &R, timeout: Duration) -> Result<R::Response> {
+        // The peer is known here by address only, so of the link faults only `isolate` reaches it.
+        let link_fault = crate::fault::global().on_link(None, crate::clock::now_ms());
+        if link_fault.drop {
+            return Err(Error::BrokerNotAvailable(format!("{addr}: the link is cut by an injected fault")));
+        }
         let conn = self.conns.lock().entry(addr.to_string()).or_default().clone();
         let mut conn = conn.lock().await;
         let r = tokio::time::timeout(timeout, exchange(&self.links, &mut conn, addr, me, version, req)).await;

@@ -236,6 +236,14 @@ pub static KEYS: &[KeyDef] = &[
         false,
         "HOST:PORT of the HTTP listener: /metrics and the JSON API under /v1/ (Sluice's own key; unset: metrics.listener, its older name)."
     ),
+    key!(
+        "fault.injection.enable",
+        Some("false"),
+        Boolean,
+        broker,
+        false,
+        "Allow faults to be injected on this node through the HTTP listener's /v1/faults (Sluice's own key; faults never survive a restart)."
+    ),
     key!("log.format", Some("text"), String, broker, false, "Log lines as text for people, or json: one JSON object per line (Sluice's own key)."),
     key!("num.partitions", Some("1"), Int, broker, false, "Partitions of an auto-created topic."),
     key!("default.replication.factor", Some("1"), Int, broker, false, "Replication factor of an auto-created topic."),

@@ -112,9 +112,20 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(mut sock: S, peer: Socket
         }
         match kind {
             RAFT => match Message::parse_from_bytes(&payload) {
-                Ok(m) => c.quorum.step(m),
+                Ok(m) => {
+                    let link_fault = crate::fault::global().on_link(Some(super::quorum::node_id(m.from)), now_ms());
+                    if link_fault.delay_ms > 0 {
+                        tokio::time::sleep(Duration::from_millis(link_fault.delay_ms)).await;
+                    }
+                    if !link_fault.drop {
+                        c.quorum.step(m);
+                    }
+                }
                 Err(_) => return,
             },
+            // The sender of a request is not named in it, so of the link faults only
+            // `isolate` reaches it: the connection closes unanswered, as a cut link would.
+            REQUEST if crate::fault::global().on_link(None, now_ms()).drop => return,
             REQUEST => {
                 let resp = match serde_json::from_slice::<Request>(&payload) {
                     Ok(req) => c.handle(req).await,
@@ -141,10 +152,10 @@ async fn open(dialer: &Dialer, login: Option<&Login>, addr: &str) -> std::io::Re
     Ok((s, until))
 }
 
-/// A sender of Raft messages to one peer, logged in as `login` on a SASL controller
+/// A sender of Raft messages to voter `peer`, logged in as `login` on a SASL controller
 /// listener. Messages that cannot be sent at once are dropped: Raft retransmits what
 /// matters, and a dead peer must not hold up the others.
-pub fn peer_sender(addr: String, dialer: Dialer, login: Option<Arc<Login>>) -> mpsc::Sender<Message> {
+pub fn peer_sender(peer: u64, addr: String, dialer: Dialer, login: Option<Arc<Login>>) -> mpsc::Sender<Message> {
     let (tx, mut rx) = mpsc::channel::<Message>(4096);
     tokio::spawn(async move {
         let mut conn: Option<Stream> = None;
@@ -153,6 +164,14 @@ pub fn peer_sender(addr: String, dialer: Dialer, login: Option<Arc<Login>>) -> m
         // A refused login is logged once per streak, not once per Raft message.
         let mut refused_logged = false;
         while let Some(m) = rx.recv().await {
+            // An injected link fault loses or holds the message on its way out.
+            let link_fault = crate::fault::global().on_link(Some(peer as i32), now_ms());
+            if link_fault.drop {
+                continue;
+            }
+            if link_fault.delay_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(link_fault.delay_ms)).await;
+            }
             if conn_until.is_some_and(|t| tokio::time::Instant::now() >= t) {
                 conn = None;
             }

@@ -49,7 +49,12 @@ impl Spec {
         // Three copies (or as many as there are nodes) unless told otherwise, as a
         // replicated cluster is what this command is for.
         let rf = self.brokers.min(3).to_string();
-        let defaults = [("default.replication.factor", rf.clone()), ("offsets.topic.replication.factor", rf)];
+        // Fault injection is on: breaking a local cluster on purpose is what it is for.
+        let defaults = [
+            ("default.replication.factor", rf.clone()),
+            ("offsets.topic.replication.factor", rf),
+            ("fault.injection.enable", "true".to_string()),
+        ];
         let sets: Vec<String> = self.set.iter().map(|s| s.replace("{node.id}", &i.to_string())).collect();
         c.arg("serve");
         match files {

@@ -4,8 +4,9 @@
 //! [`model`] turns each applied record into events, judged against the image just before
 //! it; every node applies the same log, so every node has the same metadata events with
 //! the same [`Event::seq`] (`offset × 1 000 000 + index` within the batch). The one kind
-//! that is not a record, `controller_changed`, comes from the Raft leader changes this
-//! node saw: it is node-local, numbered one past the event before it on this node.
+//! that are not records are node-local, numbered one past the event before it on this
+//! node: `controller_changed`, from the Raft leader changes this node saw, and
+//! `fault_injected`/`fault_cleared`, from this node's fault registry.
 //!
 //! [`Journal`] keeps the last [`CAPACITY`] events in memory. A restarted node rebuilds it
 //! by replaying the retained metadata log; after a snapshot, its history starts there.
@@ -69,8 +70,36 @@ impl Journal {
 
     /// Records that this node saw the Raft leader become `controller_id` in term `epoch`.
     pub fn controller_changed(&self, controller_id: i32, epoch: u64, now_ms: i64) {
-        let seq = self.last_seq() + 1;
-        self.push(vec![Event { seq, time_ms: Some(now_ms), kind: Kind::ControllerChanged { controller_id, epoch } }]);
+        self.push_local(Kind::ControllerChanged { controller_id, epoch }, now_ms);
+    }
+
+    /// Appends a node-local event (one that is no metadata record), numbered one past the
+    /// newest event under the ring's lock, so two at once never take the same seq; the
+    /// next metadata batch's seqs (a whole offset further) still sort after it.
+    pub fn push_local(&self, kind: Kind, now_ms: i64) {
+        let last = {
+            let mut ring = self.ring.lock();
+            let seq = ring.back().map_or(0, |e| e.seq) + 1;
+            if ring.len() == self.capacity {
+                ring.pop_front();
+            }
+            ring.push_back(Event { seq, time_ms: Some(now_ms), kind });
+            seq
+        };
+        self.latest.send_if_modified(|l| std::mem::replace(l, last) != last);
+    }
+
+    /// Records a change to this node's faults (`fault_injected`, `fault_cleared`).
+    pub fn fault_changed(&self, change: &crate::fault::Change, now_ms: i64) {
+        let kind = match change {
+            crate::fault::Change::Injected(f) => {
+                Kind::FaultInjected { fault_id: f.id, fault: f.spec.kind().into(), description: f.spec.describe() }
+            }
+            crate::fault::Change::Cleared(f, why) => {
+                Kind::FaultCleared { fault_id: f.id, fault: f.spec.kind().into(), description: f.spec.describe(), reason: (*why).into() }
+            }
+        };
+        self.push_local(kind, now_ms);
     }
 
     /// The seq of the newest event (0 when empty).

@@ -116,6 +116,20 @@ pub enum Kind {
         replicas_before: Vec<i32>,
         replicas_after: Vec<i32>,
     },
+    /// A fault injected on this node (node-local, not a metadata record).
+    FaultInjected {
+        fault_id: u64,
+        /// The fault's kind: `inject`, `isolate`, ...
+        fault: String,
+        description: String,
+    },
+    /// A fault on this node ended: cleared, its count used up, or expired.
+    FaultCleared {
+        fault_id: u64,
+        fault: String,
+        description: String,
+        reason: String,
+    },
 }
 
 impl Kind {
@@ -135,6 +149,8 @@ impl Kind {
             Kind::ConfigChanged { .. } => "config_changed",
             Kind::ReassignmentStarted { .. } => "reassignment_started",
             Kind::ReassignmentCompleted { .. } => "reassignment_completed",
+            Kind::FaultInjected { .. } => "fault_injected",
+            Kind::FaultCleared { .. } => "fault_cleared",
         }
     }
 }

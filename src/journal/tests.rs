@@ -256,3 +256,21 @@ fn the_ring_keeps_order_bounds_and_numbers_controller_changes_after_the_last_eve
     assert_eq!(seqs, vec![10_000_001, 11_000_000, 12_000_000]);
     assert_eq!(*j.subscribe().borrow(), 12_000_000);
 }
+
+#[test]
+fn node_local_fault_events_take_distinct_seqs_between_metadata_events() {
+    let j = Journal::new(10);
+    let mut img = cluster();
+    j.push(run(&mut img, 10, vec![change(state(&[1, 2, 3], &[1, 2], 1, 0), None)]));
+    let injected = Kind::FaultInjected { fault_id: 1, fault: "isolate".into(), description: "isolate".into() };
+    let cleared = Kind::FaultCleared { fault_id: 1, fault: "isolate".into(), description: "isolate".into(), reason: "cleared".into() };
+    j.push_local(injected.clone(), 5);
+    j.push_local(cleared, 6);
+    j.push(run(&mut img, 11, vec![change(state(&[1, 2, 3], &[1, 2, 3], 1, 0), None)]));
+    let seqs: Vec<u64> = j.since(0, usize::MAX).iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, vec![10_000_000, 10_000_001, 10_000_002, 11_000_000]);
+    let v = serde_json::to_value(&j.since(10_000_000, 1)[0]).unwrap();
+    assert_eq!(v["type"], "fault_injected");
+    assert_eq!(v["fault_id"], 1);
+    assert_eq!(serde_json::from_value::<Event>(v).unwrap().kind, injected);
+}

@@ -7,7 +7,9 @@
 //! written through TLS (the kernel cannot encrypt what it sends from the page cache
 //! without kTLS).
 
+mod faults;
 mod frames;
+mod injected;
 pub mod jwks;
 mod memory;
 mod quotas;
@@ -267,6 +269,25 @@ async fn connection<R: Source, W: Sink>(
                 Turn::Close => return Ok(()),
             }
         }
+        let key = key_of(&frame);
+        match faults::consult(&frame, key).await {
+            faults::Verdict::Serve => {}
+            faults::Verdict::Close => {
+                drain(&mut inflight, &mut wr).await?;
+                return Ok(());
+            }
+            faults::Verdict::Answer(a) => {
+                if !drain(&mut inflight, &mut wr).await? {
+                    return Ok(());
+                }
+                let sent = send_answer(&mut wr, Ok(a)).await?;
+                answered(key, started);
+                if !sent {
+                    return Ok(());
+                }
+                continue;
+            }
+        }
         // A request runs once those before it are answered, as in Kafka, except a Produce
         // request writing none of the partitions that the Produce requests in flight write:
         // it starts at once, so one producer's batches for different partitions are copied
@@ -286,8 +307,11 @@ async fn connection<R: Source, W: Sink>(
             None => {
                 // Boxed: a handler's state (about 2.5 KB) would otherwise be part of every idle
                 // connection's task; boxed, it exists only while a request runs.
-                let key = key_of(&frame);
+                let from_peer = faults::peer_of(&frame);
                 let answer = Box::pin(api::handle(&broker, &session, peer, frame)).await;
+                if faults::cut_meanwhile(from_peer) {
+                    return Ok(());
+                }
                 let sent = send_answer(&mut wr, answer).await?;
                 answered(key, started);
                 if !sent {

@@ -52,6 +52,19 @@ pub async fn run(leader: i32, cluster: Arc<Cluster>, mut parts: watch::Receiver<
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         };
+        // An injected link fault (isolate, cut, drop) severs the link as a partition would.
+        let link_fault = crate::fault::global().on_link(Some(leader), now_ms());
+        if link_fault.drop {
+            conn = None;
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                _ = parts.changed() => {}
+            }
+            continue;
+        }
+        if link_fault.delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(link_fault.delay_ms)).await;
+        }
         if conn.is_none() {
             let client_id = format!("sluice-replica-{}", s.me);
             match tokio::time::timeout(Duration::from_secs(5), cluster.links.open_inter_broker(&addr, &client_id)).await {
@@ -80,6 +93,11 @@ pub async fn run(leader: i32, cluster: Arc<Cluster>, mut parts: watch::Receiver<
             exchange(&mut link.stream, correlation, &req, s.me).await
         };
         let resp = match tokio::time::timeout(wait, fetch).await {
+            // A link cut while the fetch waited loses its answer too.
+            Ok(Ok(_)) if crate::fault::global().on_link(Some(leader), now_ms()).drop => {
+                conn = None;
+                continue;
+            }
             Ok(Ok(r)) => r,
             _ => {
                 conn = None;

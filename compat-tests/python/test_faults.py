@@ -1,0 +1,403 @@
+"""Fault injection (issue 23) on one 3-node cluster with fault.injection.enable=true.
+
+Request faults, for client developers, with librdkafka (confluent-kafka):
+* Produce answering NOT_LEADER_OR_FOLLOWER three times: the idempotent producer retries and
+  every record lands exactly once, in order.
+* InitProducerId answering COORDINATOR_NOT_AVAILABLE twice: a transactional producer still
+  initialises and commits.
+* A disconnect on Fetch: the consumer reconnects and misses nothing.
+* Latency and an injected Metadata error, through `sluice fault`.
+* A clock skew on a leader shifts its LogAppendTime stamps until cleared.
+Link faults:
+* Isolating the leader of a partition under an idempotent acks=all load (RF=3,
+  min.insync.replicas=2): a new leader among the other two, the isolated node acknowledges
+  no write after the cut, and after healing it rejoins the ISR and truncates its divergent
+  tail; 0 acknowledged records lost, 0 duplicates.
+Bad input: unknown kind, API or error name gets HTTP 400 naming the valid ones (and
+`sluice fault` exits non-zero); a node without fault.injection.enable answers 403; a
+restart starts clean. Every change is a `fault_injected`/`fault_cleared` journal event.
+"""
+
+import json
+import re
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+
+import kproto
+from cluster import Cluster, raw_metadata, raw_produce, sluice_bin, wait_until
+from conftest import fail_on_invariant_violations
+
+SETTINGS = {
+    "http.listener": "127.0.0.1:0",
+    "fault.injection.enable": "true",
+    "replica.lag.time.max.ms": "2000",
+    "broker.session.timeout.ms": "3000",
+    "broker.heartbeat.interval.ms": "500",
+    "group.initial.rebalance.delay.ms": "0",
+}
+HTTP_AT = re.compile(r"metrics on http://([0-9.:]+)/metrics")
+RECORDS = 300
+
+
+@pytest.fixture(scope="module")
+def c(tmp_path_factory):
+    cluster = Cluster(tmp_path_factory.mktemp("faults"), n=3, settings=SETTINGS)
+    try:
+        cluster.start_all()
+        yield cluster
+    finally:
+        cluster.shutdown()
+    fail_on_invariant_violations([n.log_path for n in cluster.nodes.values()])
+
+
+@pytest.fixture(autouse=True)
+def healed(request):
+    """Clears every node's faults after each test, so one test's fault never leaks into the next."""
+    yield
+    if "c" in request.fixturenames:
+        c = request.getfixturevalue("c")
+        for i in c.up_ids():
+            call(http_of(c, i), "DELETE", "/v1/faults")
+
+
+def http_of(c, node_id):
+    found = HTTP_AT.findall(c.node(node_id).start_section())
+    assert found, f"node {node_id} logged no HTTP listener address"
+    return found[-1]
+
+
+def call(addr, method, path, body=None):
+    """(status, JSON body) of one HTTP request."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(f"http://{addr}{path}", data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def add(c, node_id, **fault):
+    status, body = call(http_of(c, node_id), "POST", "/v1/faults", fault)
+    assert status == 201, f"adding {fault} on node {node_id}: HTTP {status} {body}"
+    return body
+
+
+def faults(c, node_id):
+    status, body = call(http_of(c, node_id), "GET", "/v1/faults")
+    assert status == 200, body
+    return body["faults"]
+
+
+def fault_events(c, node_id, fault_id):
+    status, body = call(http_of(c, node_id), "GET", "/v1/events?since=0")
+    assert status == 200, body
+    return [e for e in body if e["type"].startswith("fault_") and e.get("fault_id") == fault_id]
+
+
+def cli(*args):
+    return subprocess.run([sluice_bin(), "fault", *args], capture_output=True, text=True, timeout=30)
+
+
+def topic_rf3(c, name, partitions=1, config=None):
+    c.create_topic(name, partitions, 3, config=config)
+    c.wait_partitions(name, partitions, full_isr=True, timeout=30)
+    return c.partitions(name)
+
+
+def consume(bootstrap, topic, partition, expected, timeout=60):
+    """Every record of one partition from the start: [(offset, value, leader_epoch)].
+    Transport errors (the injected disconnects) are counted, not fatal."""
+    transport_errors = []
+    cons = Consumer({"bootstrap.servers": bootstrap, "group.id": "faults-unused",
+                     "enable.auto.commit": False, "enable.partition.eof": True,
+                     "error_cb": lambda e: transport_errors.append(e)})
+    try:
+        cons.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        out, eof = [], False
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not (eof and len(out) >= expected):
+            for m in cons.consume(num_messages=1000, timeout=0.5):
+                if m.error() is not None:
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        eof = True
+                        continue
+                    transport_errors.append(m.error())
+                    continue
+                eof = False
+                out.append((m.offset(), m.value().decode(), m.leader_epoch()))
+        assert eof and len(out) >= expected, (
+            f"read {len(out)} of {expected} records of {topic}-{partition} in {timeout}s "
+            f"(errors {transport_errors[:5]})")
+        return out
+    finally:
+        cons.close()
+
+
+def test_produce_answering_not_leader_three_times_is_retried_and_lands_exactly_once(c):
+    topic = "inject-produce"
+    leader = topic_rf3(c, topic)[0].leader
+    f = add(c, leader, kind="inject", api="Produce", error="NOT_LEADER_OR_FOLLOWER", count=3)
+    assert (f["api"], f["error"], f["error_code"], f["remaining"]) == ("Produce", "NOT_LEADER_OR_FOLLOWER", 6, 3)
+    errors = []
+    p = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": True, "acks": "all",
+                  "linger.ms": 2, "retry.backoff.ms": 50})
+    for i in range(RECORDS):
+        p.produce(topic, value=f"v{i}".encode(), partition=0,
+                  on_delivery=lambda err, _m: err is not None and errors.append(err))
+        p.poll(0)
+        if i % 100 == 0:
+            p.flush(30)  # several requests, so the three errors hit more than one of them
+    assert p.flush(30) == 0 and not errors, errors
+    assert faults(c, leader) == [], "the fault was not used up: the producer never met the errors"
+    got = consume(c.bootstrap, topic, 0, RECORDS)
+    assert [v for _, v, _ in got] == [f"v{i}" for i in range(RECORDS)], "lost, duplicated or reordered records"
+    ev = fault_events(c, leader, f["id"])
+    assert [e["type"] for e in ev] == ["fault_injected", "fault_cleared"], ev
+    assert ev[1]["reason"] == "count used up" and ev[0]["seq"] < ev[1]["seq"]
+
+
+def test_init_producer_id_answering_coordinator_not_available_twice_still_initialises(c):
+    topic = "inject-txn"
+    topic_rf3(c, topic)
+    # The transaction coordinator is one of the nodes: each answers its first two with the error.
+    ids = {i: add(c, i, kind="inject", api="InitProducerId", error="COORDINATOR_NOT_AVAILABLE", count=2)["id"]
+           for i in c.ids}
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "faults-txn"})
+    p.init_transactions(60)
+    used = [i for i in c.ids if not faults(c, i)]
+    assert used, "no node answered InitProducerId with the injected error twice"
+    assert any(e["type"] == "fault_cleared" for e in fault_events(c, used[0], ids[used[0]]))
+    p.begin_transaction()
+    p.produce(topic, value=b"committed", partition=0)
+    p.commit_transaction(30)
+    got = consume(c.bootstrap, topic, 0, 1)
+    assert [v for _, v, _ in got] == ["committed"]
+
+
+def test_a_disconnect_on_fetch_is_survived_by_a_consumer_that_misses_nothing(c):
+    topic = "disconnect-fetch"
+    leader = topic_rf3(c, topic)[0].leader
+    p = Producer({"bootstrap.servers": c.bootstrap, "enable.idempotence": True})
+    for i in range(RECORDS):
+        p.produce(topic, value=f"d{i}".encode(), partition=0)
+    assert p.flush(30) == 0
+    add(c, leader, kind="disconnect", api="Fetch", count=2)
+    got = consume(c.bootstrap, topic, 0, RECORDS)
+    assert faults(c, leader) == [], "the consumer never fetched through the disconnects"
+    assert [o for o, _, _ in got] == list(range(RECORDS)), "skipped or repeated offsets"
+    assert [v for _, v, _ in got] == [f"d{i}" for i in range(RECORDS)]
+
+
+def test_latency_and_an_injected_metadata_error_through_the_cli(c):
+    topic = "inject-metadata"
+    topic_rf3(c, topic)
+    node = c.ids[0]
+    addr = http_of(c, node)
+    r = cli("--http", addr, "inject", "--api", "metadata", "--error", "UNKNOWN_TOPIC_OR_PARTITION", "--count", "1")
+    assert r.returncode == 0, r.stderr
+    assert "inject Metadata UNKNOWN_TOPIC_OR_PARTITION" in r.stdout
+    port = c.node(node).port
+    assert raw_metadata(port, [topic])["topics"][topic]["error"] == kproto.UNKNOWN_TOPIC_OR_PARTITION
+    assert raw_metadata(port, [topic])["topics"][topic]["error"] == 0, "count 1 answers one request"
+    r = cli("--http", addr, "--format", "json", "latency", "--api", "Metadata", "--ms", "400")
+    assert r.returncode == 0, r.stderr
+    fault_id = json.loads(r.stdout)["id"]
+    listed = cli("--http", addr, "list")
+    assert f"{fault_id}  latency Metadata 400 ms" in listed.stdout, listed.stdout
+    started = time.monotonic()
+    raw_metadata(port, [topic])
+    assert time.monotonic() - started >= 0.4
+    r = cli("--http", addr, "clear", str(fault_id))
+    assert r.returncode == 0 and "cleared" in r.stdout, (r.stdout, r.stderr)
+    started = time.monotonic()
+    raw_metadata(port, [topic])
+    assert time.monotonic() - started < 0.4
+    assert "no active faults" in cli("--http", addr, "list").stdout
+
+
+@pytest.mark.parametrize("fault, named", [
+    ({"kind": "explode"}, "inject, latency, disconnect, isolate, cut, delay, drop, clock"),
+    ({"kind": "inject", "api": "Produse", "error": 6}, "InitProducerId"),
+    ({"kind": "inject", "api": "Produce", "error": "NOT_A_LEADER"}, "NOT_LEADER_OR_FOLLOWER"),
+    ({"kind": "inject", "api": "CreateTopics", "error": 6}, "APIs that can: Produce, Fetch"),
+    ({"kind": "latency", "api": "Produce"}, "needs ms"),
+    ({"kind": "cut", "peer": 2, "colour": "red"}, "unknown field"),
+])
+def test_a_bad_fault_gets_400_naming_the_valid_choices(c, fault, named):
+    status, body = call(http_of(c, 1), "POST", "/v1/faults", fault)
+    assert status == 400 and named in body["error"], (status, body)
+    assert faults(c, 1) == []
+
+
+def test_the_cli_exits_non_zero_on_bad_input_and_unknown_ids(c):
+    addr = http_of(c, 1)
+    r = cli("--http", addr, "inject", "--api", "Nope", "--error", "6")
+    assert r.returncode != 0 and "valid names" in r.stderr and "Produce" in r.stderr, r.stderr
+    r = cli("--http", addr, "inject", "--api", "Produce", "--error", "NOPE")
+    assert r.returncode != 0 and "NOT_LEADER_OR_FOLLOWER" in r.stderr, r.stderr
+    r = cli("--http", addr, "clear", "999999")
+    assert r.returncode != 0 and "404" in r.stderr, r.stderr
+    assert cli("--http", addr, "explode").returncode != 0
+
+
+def test_a_node_without_fault_injection_enabled_answers_403(start_broker):
+    b = start_broker({"http.listener": "127.0.0.1:0"})
+    addr = wait_until(lambda: (HTTP_AT.findall(b.stderr_path.read_text(errors="replace")) or [None])[-1], 10,
+                      what="the broker's HTTP listener address")
+    for method, path, body in [("GET", "/v1/faults", None), ("POST", "/v1/faults", {"kind": "isolate"}),
+                               ("DELETE", "/v1/faults", None), ("DELETE", "/v1/faults/1", None)]:
+        status, answer = call(addr, method, path, body)
+        assert status == 403 and "fault.injection.enable" in answer["error"], (method, path, status, answer)
+    r = cli("--http", addr, "isolate")
+    assert r.returncode != 0 and "403" in r.stderr, r.stderr
+
+
+class Load:
+    """An idempotent acks=all librdkafka producer writing <prefix>0, <prefix>1, ... to one
+    partition from a thread; each acknowledgement is kept with its offset and when it arrived."""
+
+    def __init__(self, bootstrap, topic, partition, prefix):
+        self.topic, self.partition, self.prefix = topic, partition, prefix
+        self.acked = []  # (monotonic time, value, offset)
+        self.failed = []
+        self.stop = threading.Event()
+        self.p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                           "linger.ms": 5, "request.timeout.ms": 3000, "message.timeout.ms": 90000,
+                           "retry.backoff.ms": 100, "topic.metadata.refresh.interval.ms": 1000})
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _delivered(self, err, msg):
+        if err is not None:
+            self.failed.append((msg.value().decode(), err))
+        else:
+            self.acked.append((time.monotonic(), msg.value().decode(), msg.offset()))
+
+    def _run(self):
+        i = 0
+        while not self.stop.is_set():
+            self.p.produce(self.topic, value=f"{self.prefix}{i}".encode(), partition=self.partition, on_delivery=self._delivered)
+            i += 1
+            self.p.poll(0.01)
+        self.p.flush(60)
+
+    def finish(self):
+        self.stop.set()
+        self.thread.join(90)
+        assert not self.thread.is_alive(), "the producer did not flush in 90 s"
+
+
+def test_an_isolated_leader_acknowledges_nothing_and_rejoins_after_healing(c):
+    topic = "partitioned"
+    states = topic_rf3(c, topic, partitions=3, config={"min.insync.replicas": "2"})
+    controller = wait_until(lambda: (lambda a: a if a > 0 else None)(c.active_controller()), 10,
+                            what="an active controller")
+    # A leader that is not the active controller: the quorum keeps deciding through the cut.
+    picked = [(p, s.leader) for p, s in sorted(states.items()) if s.leader != controller]
+    assert picked, f"every partition of {topic} is led by the controller {controller}"
+    part, victim = picked[0]
+    others = [i for i in c.ids if i != victim]
+    victim_port = c.node(victim).port
+    # One load from before the cut. The isolated node still answers clients, with its stale
+    # view (it leads, in the old epoch): a client that only asks it, as librdkafka's does,
+    # waits for the heal. A second load, started once the new leader is elected and
+    # bootstrapped from the other two, writes through the new leader meanwhile.
+    before = Load(c.bootstrap, topic, part, "a")
+    during = None
+    try:
+        wait_until(lambda: len(before.acked) >= 50, 20, what="the load acknowledged before the cut")
+        epoch_before = raw_metadata(victim_port, [topic])["topics"][topic]["partitions"][part].leader_epoch
+        iso = add(c, victim, kind="isolate")
+        cut_at = time.monotonic()
+        # Clients still reach the isolated node, and it acknowledges nothing.
+        probe = raw_produce(victim_port, topic, part, [b"probe-after-cut"], acks=-1, timeout_ms=2000)
+        assert probe["error"] != 0, f"the isolated node acknowledged a write: {probe}"
+        new = wait_until(lambda: (lambda l: l if l in others else None)(c.partition(topic, part, via=others).leader),
+                         20, what=f"a new leader of {topic}-{part} among {others}")
+        during = Load(c.bootstrap_of(*others), topic, part, "b")
+        wait_until(lambda: len(during.acked) >= 50, 30, what=f"writes acknowledged by the new leader {new}")
+        status, _ = call(http_of(c, victim), "DELETE", f"/v1/faults/{iso['id']}")
+        assert status == 200
+        healed_at = time.monotonic()
+        acked_at_heal = len(before.acked)
+        wait_until(lambda: len(before.acked) >= acked_at_heal + 50, 30, what="the first load going on after the heal")
+        wait_until(lambda: victim in c.partition(topic, part, via=others).isr, 30,
+                   what=f"node {victim} back in the ISR of {topic}-{part}")
+        wait_until(lambda: any("truncated a divergent tail" in ln and f"topic={topic}" in ln
+                               and f"partition={part}" in ln for ln in c.node(victim).start_section().splitlines()),
+                   10, what=f"node {victim} truncating its divergent tail of {topic}-{part}")
+    finally:
+        before.finish()
+        if during is not None:
+            during.finish()
+    acked = before.acked + during.acked
+    assert not before.failed and not during.failed, f"records failed: {(before.failed + during.failed)[:5]}"
+    got = consume(c.bootstrap, topic, part, len(acked))
+    values = [v for _, v, _ in got]
+    assert "probe-after-cut" not in values, "the write the isolated node took survived the heal"
+    assert len(values) == len(set(values)), f"{len(values) - len(set(values))} duplicates"
+    at = {v: (o, e) for o, v, e in got}
+    lost = [v for _, v, _ in acked if v not in at]
+    assert not lost, f"{len(lost)} acknowledged records lost, e.g. {lost[:5]}"
+    moved = [(v, o, at[v]) for _, v, o in acked if at[v][0] != o]
+    assert not moved, f"acknowledged offsets that changed: {moved[:5]}"
+    # Past the cut (and a second for answers already on their way), only later leaders ack.
+    late = [(v, at[v][1]) for t, v, _ in acked if t > cut_at + 1.0]
+    assert any(t < healed_at for t, _, _ in during.acked), "nothing was acknowledged during the cut"
+    stale = [(v, e) for v, e in late if e is None or e <= epoch_before]
+    assert not stale, f"acknowledged after the cut in the isolated leader's epoch {epoch_before}: {stale[:5]}"
+    ev = fault_events(c, victim, iso["id"])
+    assert [e["type"] for e in ev] == ["fault_injected", "fault_cleared"], ev
+
+
+def test_a_clock_skew_shifts_the_log_append_time_of_that_node_until_cleared(c):
+    topic = "clock-skew"
+    states = topic_rf3(c, topic, partitions=3, config={"message.timestamp.type": "LogAppendTime"})
+    controller = wait_until(lambda: (lambda a: a if a > 0 else None)(c.active_controller()), 10,
+                            what="an active controller")
+    # Not the controller: its clock also times the brokers' sessions.
+    part, leader = next(((p, s.leader) for p, s in sorted(states.items()) if s.leader != controller), (None, None))
+    assert leader is not None, f"every partition of {topic} is led by the controller {controller}"
+    skew = 3_600_000
+    r = cli("--http", http_of(c, leader), "clock", "--skew-ms", str(skew))
+    assert r.returncode == 0 and "clock skew 3600000 ms" in r.stdout, (r.stdout, r.stderr)
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "1"})
+    p.produce(topic, value=b"skewed", partition=part)
+    assert p.flush(30) == 0
+    status, _ = call(http_of(c, leader), "DELETE", "/v1/faults")
+    assert status == 200
+    p.produce(topic, value=b"plain", partition=part)
+    assert p.flush(30) == 0
+    cons = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "faults-unused", "enable.auto.commit": False})
+    try:
+        cons.assign([TopicPartition(topic, part, OFFSET_BEGINNING)])
+        seen = {}
+        deadline = time.monotonic() + 30
+        while len(seen) < 2 and time.monotonic() < deadline:
+            m = cons.poll(0.5)
+            if m is not None and m.error() is None:
+                seen[m.value().decode()] = m.timestamp()[1]
+    finally:
+        cons.close()
+    now_ms = time.time() * 1000
+    assert set(seen) == {"skewed", "plain"}, seen
+    assert abs(seen["skewed"] - (now_ms + skew)) < 60_000, f"the skewed append time is {seen['skewed'] - now_ms:.0f} ms from now"
+    assert abs(seen["plain"] - now_ms) < 60_000, f"after clearing, the append time is {seen['plain'] - now_ms:.0f} ms from now"
+
+
+def test_a_restart_starts_clean(c):
+    node = c.ids[-1]
+    add(c, node, kind="latency", api="DeleteRecords", ms=1)
+    add(c, node, kind="disconnect", api="DescribeAcls", count=5)
+    assert len(faults(c, node)) == 2
+    c.restart(node)
+    assert faults(c, node) == []
+    c.wait_live_brokers(c.ids, timeout=30)
