@@ -264,7 +264,9 @@ class ShareConsumerTest {
             waitFor("the other consumers to get every record", () -> others.size() == n);
             assertTrue(System.currentTimeMillis() - stalledAt >= LOCK_MS - 500,
                     "records came back before the lock ran out");
-            others.forEach((v, count) -> assertEquals((short) 2, count, v + "'s delivery count"));
+            // At least 2: a record whose second holder is slow past the lock (a loaded CI
+            // machine) comes back once more, with a higher count again.
+            others.forEach((v, count) -> assertTrue(count >= 2, v + "'s delivery count " + count));
         } finally {
             stop.set(true);
             for (Thread t : threads) {
