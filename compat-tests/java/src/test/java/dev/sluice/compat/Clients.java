@@ -36,6 +36,19 @@ final class Clients {
     private Clients() {
     }
 
+    /** Closes a test class's admin client, then its broker, whichever of them was started. */
+    static void close(Admin admin, SluiceBroker broker) {
+        try {
+            if (admin != null) {
+                admin.close(Duration.ofSeconds(5));
+            }
+        } finally {
+            if (broker != null) {
+                broker.close();
+            }
+        }
+    }
+
     static Admin admin(SluiceBroker broker) {
         return admin(broker.bootstrap(), Map.of());
     }

@@ -76,15 +76,7 @@ class CompactionTest {
 
     @AfterAll
     static void stopBroker() {
-        try {
-            if (admin != null) {
-                admin.close(Duration.ofSeconds(5));
-            }
-        } finally {
-            if (broker != null) {
-                broker.close();
-            }
-        }
+        Clients.close(admin, broker);
     }
 
     /** Producers per codec (client defaults: idempotent, acks=all) recording every acknowledgement. */

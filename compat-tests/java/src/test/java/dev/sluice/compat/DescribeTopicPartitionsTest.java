@@ -10,7 +10,6 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
@@ -56,15 +55,7 @@ class DescribeTopicPartitionsTest {
 
     @AfterAll
     static void stopBroker() {
-        try {
-            if (admin != null) {
-                admin.close(Duration.ofSeconds(5));
-            }
-        } finally {
-            if (broker != null) {
-                broker.close();
-            }
-        }
+        Clients.close(admin, broker);
     }
 
     /** How many DescribeTopicPartitions requests the broker has answered. */

@@ -47,15 +47,7 @@ class FaultInjectionTest {
 
     @AfterAll
     static void stopBroker() {
-        try {
-            if (admin != null) {
-                admin.close(Duration.ofSeconds(5));
-            }
-        } finally {
-            if (broker != null) {
-                broker.close();
-            }
-        }
+        Clients.close(admin, broker);
     }
 
     private static HttpResponse<String> faults(String method, String body) throws Exception {

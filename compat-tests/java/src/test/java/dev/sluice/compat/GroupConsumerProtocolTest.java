@@ -50,15 +50,7 @@ class GroupConsumerProtocolTest {
 
     @AfterAll
     static void stopBroker() {
-        try {
-            if (admin != null) {
-                admin.close(Duration.ofSeconds(5));
-            }
-        } finally {
-            if (broker != null) {
-                broker.close();
-            }
-        }
+        Clients.close(admin, broker);
     }
 
     /** "uniform" is the broker's sticky default assignor; "range" is not sticky. */

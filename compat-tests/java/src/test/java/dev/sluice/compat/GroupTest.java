@@ -76,15 +76,7 @@ class GroupTest {
 
     @AfterAll
     static void stopBroker() {
-        try {
-            if (admin != null) {
-                admin.close(Duration.ofSeconds(5));
-            }
-        } finally {
-            if (broker != null) {
-                broker.close();
-            }
-        }
+        Clients.close(admin, broker);
     }
 
     // ------------------------------------------------------------------ tests

@@ -120,15 +120,7 @@ class SecurityTest {
 
     @AfterAll
     static void stop() {
-        try {
-            if (admin != null) {
-                admin.close(Duration.ofSeconds(5));
-            }
-        } finally {
-            if (broker != null) {
-                broker.close();
-            }
-        }
+        Clients.close(admin, broker);
     }
 
     private static void openssl(String... args) throws Exception {

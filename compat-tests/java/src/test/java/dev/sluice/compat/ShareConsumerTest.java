@@ -59,15 +59,7 @@ class ShareConsumerTest {
 
     @AfterAll
     static void stopBroker() {
-        try {
-            if (admin != null) {
-                admin.close(Duration.ofSeconds(5));
-            }
-        } finally {
-            if (broker != null) {
-                broker.close();
-            }
-        }
+        Clients.close(admin, broker);
     }
 
     private static KafkaShareConsumer<String, String> shareConsumer(String group, String mode) {

@@ -107,15 +107,7 @@ class TransactionsTest {
 
     @AfterAll
     static void stopBroker() {
-        try {
-            if (admin != null) {
-                admin.close(Duration.ofSeconds(5));
-            }
-        } finally {
-            if (broker != null) {
-                broker.close();
-            }
-        }
+        Clients.close(admin, broker);
     }
 
     // ------------------------------------------------------------------------------------------
