@@ -506,6 +506,18 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
         sluice::clock::set_skew_ms(sluice::fault::global().clock_skew_ms());
         journal.fault_changed(c, sluice::clock::now_ms())
     }));
+    // Kafka's broker halts once all its log dirs are offline (it has one here: the data dir),
+    // without a controlled shutdown: its partitions' other replicas take over when its
+    // session lapses, and what they acknowledged stays acknowledged.
+    // The halt waits a moment, as Kafka's failure handler thread does, so the requests that
+    // met the failure are answered with KAFKA_STORAGE_ERROR rather than a closed connection.
+    sluice::log::dir_failure::global().on_offline(Box::new(|dir, error| {
+        tracing::error!(dir = %dir.display(), error, "halting: every log dir of this broker is offline");
+        std::thread::spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            std::process::exit(1);
+        });
+    }));
     // Nothing can be served before the quorum has named the cluster.
     let mut applied = cluster.applied();
     let mut waited = 0;

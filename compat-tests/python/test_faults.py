@@ -19,19 +19,16 @@ restart starts clean. Every change is a `fault_injected`/`fault_cleared` journal
 """
 
 import json
-import re
 import subprocess
-import threading
 import time
-import urllib.error
-import urllib.request
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 import kproto
 from cluster import Cluster, raw_metadata, raw_produce, sluice_bin, wait_until
 from conftest import fail_on_invariant_violations
+from faults_lib import HTTP_AT, Load, add, call, consume, faults, http_of, topic_rf3
 
 SETTINGS = {
     "http.listener": "127.0.0.1:0",
@@ -41,7 +38,6 @@ SETTINGS = {
     "broker.heartbeat.interval.ms": "500",
     "group.initial.rebalance.delay.ms": "0",
 }
-HTTP_AT = re.compile(r"metrics on http://([0-9.:]+)/metrics")
 RECORDS = 300
 
 
@@ -66,36 +62,6 @@ def healed(request):
             call(http_of(c, i), "DELETE", "/v1/faults")
 
 
-def http_of(c, node_id):
-    found = HTTP_AT.findall(c.node(node_id).start_section())
-    assert found, f"node {node_id} logged no HTTP listener address"
-    return found[-1]
-
-
-def call(addr, method, path, body=None):
-    """(status, JSON body) of one HTTP request."""
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(f"http://{addr}{path}", data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return r.status, json.loads(r.read() or b"null")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
-
-
-def add(c, node_id, **fault):
-    status, body = call(http_of(c, node_id), "POST", "/v1/faults", fault)
-    assert status == 201, f"adding {fault} on node {node_id}: HTTP {status} {body}"
-    return body
-
-
-def faults(c, node_id):
-    status, body = call(http_of(c, node_id), "GET", "/v1/faults")
-    assert status == 200, body
-    return body["faults"]
-
-
 def fault_events(c, node_id, fault_id):
     status, body = call(http_of(c, node_id), "GET", "/v1/events?since=0")
     assert status == 200, body
@@ -104,41 +70,6 @@ def fault_events(c, node_id, fault_id):
 
 def cli(*args):
     return subprocess.run([sluice_bin(), "fault", *args], capture_output=True, text=True, timeout=30)
-
-
-def topic_rf3(c, name, partitions=1, config=None):
-    c.create_topic(name, partitions, 3, config=config)
-    c.wait_partitions(name, partitions, full_isr=True, timeout=30)
-    return c.partitions(name)
-
-
-def consume(bootstrap, topic, partition, expected, timeout=60):
-    """Every record of one partition from the start: [(offset, value, leader_epoch)].
-    Transport errors (the injected disconnects) are counted, not fatal."""
-    transport_errors = []
-    cons = Consumer({"bootstrap.servers": bootstrap, "group.id": "faults-unused",
-                     "enable.auto.commit": False, "enable.partition.eof": True,
-                     "error_cb": lambda e: transport_errors.append(e)})
-    try:
-        cons.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
-        out, eof = [], False
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not (eof and len(out) >= expected):
-            for m in cons.consume(num_messages=1000, timeout=0.5):
-                if m.error() is not None:
-                    if m.error().code() == KafkaError._PARTITION_EOF:
-                        eof = True
-                        continue
-                    transport_errors.append(m.error())
-                    continue
-                eof = False
-                out.append((m.offset(), m.value().decode(), m.leader_epoch()))
-        assert eof and len(out) >= expected, (
-            f"read {len(out)} of {expected} records of {topic}-{partition} in {timeout}s "
-            f"(errors {transport_errors[:5]})")
-        return out
-    finally:
-        cons.close()
 
 
 def test_produce_answering_not_leader_three_times_is_retried_and_lands_exactly_once(c):
@@ -258,41 +189,6 @@ def test_a_node_without_fault_injection_enabled_answers_403(start_broker):
         assert status == 403 and "fault.injection.enable" in answer["error"], (method, path, status, answer)
     r = cli("--http", addr, "isolate")
     assert r.returncode != 0 and "403" in r.stderr, r.stderr
-
-
-class Load:
-    """An idempotent acks=all librdkafka producer writing <prefix>0, <prefix>1, ... to one
-    partition from a thread; each acknowledgement is kept with its offset and when it arrived."""
-
-    def __init__(self, bootstrap, topic, partition, prefix):
-        self.topic, self.partition, self.prefix = topic, partition, prefix
-        self.acked = []  # (monotonic time, value, offset)
-        self.failed = []
-        self.stop = threading.Event()
-        self.p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                           "linger.ms": 5, "request.timeout.ms": 3000, "message.timeout.ms": 90000,
-                           "retry.backoff.ms": 100, "topic.metadata.refresh.interval.ms": 1000})
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _delivered(self, err, msg):
-        if err is not None:
-            self.failed.append((msg.value().decode(), err))
-        else:
-            self.acked.append((time.monotonic(), msg.value().decode(), msg.offset()))
-
-    def _run(self):
-        i = 0
-        while not self.stop.is_set():
-            self.p.produce(self.topic, value=f"{self.prefix}{i}".encode(), partition=self.partition, on_delivery=self._delivered)
-            i += 1
-            self.p.poll(0.01)
-        self.p.flush(60)
-
-    def finish(self):
-        self.stop.set()
-        self.thread.join(90)
-        assert not self.thread.is_alive(), "the producer did not flush in 90 s"
 
 
 def test_an_isolated_leader_acknowledges_nothing_and_rejoins_after_healing(c):

@@ -112,6 +112,18 @@ pub enum FaultCommand {
         #[arg(long, allow_negative_numbers = true)]
         skew_ms: i64,
     },
+    /// Fail partition log writes or fsyncs as a failing disk does: the node takes its log dir
+    /// offline (KAFKA_STORAGE_ERROR) and, its only log dir gone, halts as Kafka's broker does.
+    Disk {
+        /// write or fsync.
+        #[arg(long, value_parser = ["write", "fsync"])]
+        fail: String,
+        /// Only this topic's logs (default: every topic's).
+        #[arg(long)]
+        topic: Option<String>,
+        #[command(flatten)]
+        limits: Limits,
+    },
     /// The active faults.
     List,
     /// Clear one fault by id, or all of them.
@@ -174,6 +186,12 @@ fn body(c: &FaultCommand) -> Option<Value> {
             put("kind", json!("clock"));
             put("skew_ms", json!(skew_ms));
             &none
+        }
+        FaultCommand::Disk { fail, topic, limits } => {
+            put("kind", json!("disk"));
+            put("fail", json!(fail));
+            put("topic", json!(topic));
+            limits
         }
         FaultCommand::List | FaultCommand::Clear { .. } => return None,
     };
@@ -288,6 +306,8 @@ mod tests {
             json!({"kind": "delay", "peer": 2, "ms": 50})
         );
         assert_eq!(body(&FaultCommand::Clock { skew_ms: -500 }).unwrap(), json!({"kind": "clock", "skew_ms": -500}));
+        let disk = FaultCommand::Disk { fail: "fsync".into(), topic: Some("t".into()), limits: Limits::default() };
+        assert_eq!(body(&disk).unwrap(), json!({"kind": "disk", "fail": "fsync", "topic": "t"}));
         assert!(body(&FaultCommand::List).is_none());
     }
 

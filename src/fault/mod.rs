@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
-pub use spec::{Checked, Request, Spec};
+pub use spec::{Checked, DiskOp, Request, Spec};
 
 /// A fault as listed: its id, effect and limits.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,6 +103,7 @@ pub struct Registry {
     /// Active request faults and link faults: the hooks' fast path reads only these.
     request_faults: AtomicUsize,
     link_faults: AtomicUsize,
+    disk_faults: AtomicUsize,
     state: Mutex<State>,
     /// Told of every change, after the registry's lock is released.
     sink: OnceLock<Box<dyn Fn(&Change) + Send + Sync>>,
@@ -291,6 +292,23 @@ impl Registry {
         st.faults.iter().map(|a| if let Spec::Clock { skew_ms } = a.fault.spec { skew_ms } else { 0 }).fold(0i64, i64::saturating_add)
     }
 
+    /// Whether a write or flush (`op`) of a log of `topic` at `now_ms` is to fail.
+    pub fn on_disk(&self, op: DiskOp, topic: &str, now_ms: i64) -> bool {
+        if self.disk_faults.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        let mut ended = Vec::new();
+        let fails = {
+            let mut st = self.state.lock();
+            self.expire(&mut st, now_ms, &mut ended);
+            st.faults
+                .iter()
+                .any(|a| matches!(&a.fault.spec, Spec::Disk { op: o, topic: t } if *o == op && t.as_deref().is_none_or(|t| t == topic)))
+        };
+        self.tell(ended);
+        fails
+    }
+
     /// Whether any request fault is active.
     pub fn has_request_faults(&self) -> bool {
         self.request_faults.load(Ordering::Relaxed) > 0
@@ -310,8 +328,10 @@ impl Registry {
     fn recount(&self, st: &State) {
         let requests = st.faults.iter().filter(|a| a.fault.spec.is_request()).count();
         let links = st.faults.iter().filter(|a| a.fault.spec.is_link()).count();
+        let disks = st.faults.iter().filter(|a| matches!(a.fault.spec, Spec::Disk { .. })).count();
         self.request_faults.store(requests, Ordering::Relaxed);
         self.link_faults.store(links, Ordering::Relaxed);
+        self.disk_faults.store(disks, Ordering::Relaxed);
     }
 
     fn tell(&self, changes: Vec<Change>) {

@@ -25,10 +25,31 @@ pub enum Spec {
     Drop { peer: i32, probability: f64 },
     /// Shift this node's wall clock by `skew_ms` (either way).
     Clock { skew_ms: i64 },
+    /// Fail partition log writes or flushes (of `topic`, or every topic) as a failing disk
+    /// does: the log dir goes offline.
+    Disk { op: DiskOp, topic: Option<String> },
+}
+
+/// What a disk fault fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiskOp {
+    /// Appends to a partition's log.
+    Write,
+    /// fsyncs of a partition's log (`flush.messages`, `flush.ms`).
+    Fsync,
+}
+
+impl DiskOp {
+    fn name(self) -> &'static str {
+        match self {
+            DiskOp::Write => "write",
+            DiskOp::Fsync => "fsync",
+        }
+    }
 }
 
 /// The fault kinds, as a request names them.
-pub const KINDS: &[&str] = &["inject", "latency", "disconnect", "isolate", "cut", "delay", "drop", "clock"];
+pub const KINDS: &[&str] = &["inject", "latency", "disconnect", "isolate", "cut", "delay", "drop", "clock", "disk"];
 
 /// A fault as asked for: the `POST /v1/faults` body.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -52,6 +73,12 @@ pub struct Request {
     /// For `clock`: milliseconds to shift this node's clock by (negative: back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skew_ms: Option<i64>,
+    /// For `disk`: what fails, `write` or `fsync`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fail: Option<String>,
+    /// For `disk`: only this topic's logs (default: every topic's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic: Option<String>,
     /// Seeds the fault's random draws (probability), so a run can be repeated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
@@ -121,6 +148,19 @@ impl Request {
                 }
                 Spec::Clock { skew_ms: self.skew_ms.ok_or("clock needs skew_ms")? }
             }
+            "disk" => {
+                let op = match self.fail.as_deref().map(|f| f.trim().to_ascii_lowercase()) {
+                    Some(f) if f == "write" => DiskOp::Write,
+                    Some(f) if f == "fsync" => DiskOp::Fsync,
+                    Some(f) => return Err(format!("unknown disk failure '{f}'; valid: write, fsync")),
+                    None => return Err("disk needs fail: write or fsync".into()),
+                };
+                let topic = self.topic.as_ref().map(|t| t.trim().to_string());
+                if topic.as_deref() == Some("") {
+                    return Err("topic must not be empty".into());
+                }
+                Spec::Disk { op, topic }
+            }
             other => return Err(format!("unknown fault kind '{other}'; valid kinds: {}", KINDS.join(", "))),
         };
         self.unused_fields(&spec)?;
@@ -136,13 +176,17 @@ impl Request {
             Spec::Inject { .. } => (true, true, true, true, false, false),
             Spec::Latency { .. } => (true, false, false, false, true, false),
             Spec::Disconnect { .. } => (true, false, true, false, false, false),
-            Spec::Isolate | Spec::Clock { .. } => (false, false, false, false, false, false),
+            Spec::Isolate | Spec::Clock { .. } | Spec::Disk { .. } => (false, false, false, false, false, false),
             Spec::Cut { .. } => (false, false, false, false, false, true),
             Spec::Delay { .. } => (false, false, false, false, true, true),
             Spec::Drop { .. } => (false, false, false, true, false, true),
         };
         if self.skew_ms.is_some() && !matches!(spec, Spec::Clock { .. }) {
             return Err(format!("{} does not take skew_ms", spec.kind()));
+        }
+        if (self.fail.is_some() || self.topic.is_some()) && !matches!(spec, Spec::Disk { .. }) {
+            let field = if self.fail.is_some() { "fail" } else { "topic" };
+            return Err(format!("{} does not take {field}", spec.kind()));
         }
         let given = [
             ("api", self.api.is_some(), api),
@@ -171,6 +215,7 @@ impl Spec {
             Spec::Delay { .. } => "delay",
             Spec::Drop { .. } => "drop",
             Spec::Clock { .. } => "clock",
+            Spec::Disk { .. } => "disk",
         }
     }
 
@@ -199,6 +244,8 @@ impl Spec {
             Spec::Delay { peer, ms } => format!("delay peer {peer} {ms} ms"),
             Spec::Drop { peer, probability } => format!("drop peer {peer} with probability {probability}"),
             Spec::Clock { skew_ms } => format!("clock skew {skew_ms} ms"),
+            Spec::Disk { op, topic: Some(t) } => format!("disk {} fails for topic {t}", op.name()),
+            Spec::Disk { op, topic: None } => format!("disk {} fails", op.name()),
         }
     }
 
@@ -216,6 +263,7 @@ impl Spec {
             Spec::Delay { peer, ms } => json!({ "peer": peer, "ms": ms }),
             Spec::Drop { peer, probability } => json!({ "peer": peer, "probability": probability }),
             Spec::Clock { skew_ms } => json!({ "skew_ms": skew_ms }),
+            Spec::Disk { op, topic } => json!({ "fail": op.name(), "topic": topic }),
         }
     }
 }

@@ -145,3 +145,27 @@ fn clock_faults_add_up_and_touch_neither_requests_nor_links() {
     assert!(bad(serde_json::json!({"kind": "clock", "skew_ms": 1, "duration_ms": 5})).contains("duration_ms"));
     assert!(bad(serde_json::json!({"kind": "isolate", "skew_ms": 1})).contains("does not take skew_ms"));
 }
+
+#[test]
+fn a_disk_fault_fails_the_op_it_names_for_its_topic_only() {
+    let r = Registry::enabled();
+    assert!(!r.on_disk(DiskOp::Write, "t", 0), "no fault, no failure");
+    let f = r.add(req(serde_json::json!({"kind": "disk", "fail": "write", "topic": "t"})), 0).unwrap();
+    assert!(r.on_disk(DiskOp::Write, "t", 1));
+    assert!(!r.on_disk(DiskOp::Write, "other", 1), "another topic's writes go on");
+    assert!(!r.on_disk(DiskOp::Fsync, "t", 1), "flushes go on");
+    assert_eq!(f.to_json()["fail"], "write");
+    r.clear(Some(f.id));
+    assert!(!r.on_disk(DiskOp::Write, "t", 2));
+    r.add(req(serde_json::json!({"kind": "disk", "fail": "FSYNC"})), 3).unwrap();
+    assert!(r.on_disk(DiskOp::Fsync, "any", 4), "without a topic, every topic's flushes fail");
+}
+
+#[test]
+fn a_bad_disk_fault_names_what_is_valid() {
+    assert!(bad(serde_json::json!({"kind": "disk"})).contains("write or fsync"));
+    assert!(bad(serde_json::json!({"kind": "disk", "fail": "read"})).contains("valid: write, fsync"));
+    assert!(bad(serde_json::json!({"kind": "disk", "fail": "write", "peer": 2})).contains("does not take peer"));
+    assert!(bad(serde_json::json!({"kind": "isolate", "topic": "t"})).contains("does not take topic"));
+    assert!(bad(serde_json::json!({"kind": "disk", "fail": "write", "topic": " "})).contains("must not be empty"));
+}

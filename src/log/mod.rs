@@ -4,6 +4,7 @@ pub mod batch;
 pub mod cleaner;
 pub mod compression;
 pub mod control;
+pub mod dir_failure;
 pub mod epochs;
 pub mod index;
 pub mod producers;
@@ -96,6 +97,8 @@ pub struct Log {
     pub config: LogConfig,
     unflushed_messages: i64,
     last_flush_ms: i64,
+    /// The topic, from the directory's name (`<topic>-<partition>`): what disk faults match.
+    topic: String,
 }
 
 impl Log {
@@ -150,6 +153,7 @@ impl Log {
             config,
             unflushed_messages: 0,
             last_flush_ms: now_ms,
+            topic: topic_of(dir),
         };
         let leo = log.log_end_offset();
         if log.log_start_offset > leo {
@@ -196,9 +200,21 @@ impl Log {
     }
 
     /// [`append`](Self::append) of a batch in two consecutive parts (see [`Segment::append_parts`]).
+    /// An I/O error takes the log dir offline (see [`dir_failure`]); in an offline dir every
+    /// append fails at once.
     pub fn append_parts(&mut self, head: &[u8], tail: &[u8], h: &BatchHeader, now_ms: i64) -> Result<()> {
         assert_eq!(h.base_offset, self.log_end_offset(), "offsets are dense and assigned by the leader");
+        self.check_online()?;
+        let written = self.write_batch(head, tail, h, now_ms);
+        self.on_io(written)?;
+        Ok(())
+    }
+
+    fn write_batch(&mut self, head: &[u8], tail: &[u8], h: &BatchHeader, now_ms: i64) -> std::io::Result<()> {
         self.maybe_roll((head.len() + tail.len()) as u64, now_ms)?;
+        if crate::fault::global().on_disk(crate::fault::DiskOp::Write, &self.topic, now_ms) {
+            return Err(injected("write"));
+        }
         let seg = self.active_mut();
         if seg.size == 0 {
             seg.created_ms = now_ms;
@@ -206,9 +222,32 @@ impl Log {
         seg.append_parts(head, tail, h)?;
         self.unflushed_messages += h.records_count as i64;
         if self.unflushed_messages >= self.config.flush_messages {
-            self.flush(now_ms)?;
+            self.sync(now_ms)?;
         }
         Ok(())
+    }
+
+    /// Refuses a write to a log whose dir is offline.
+    fn check_online(&self) -> Result<()> {
+        match self.log_dir() {
+            Some(d) if dir_failure::global().is_offline(d) => Err(Error::Storage(format!("log dir {} is offline", d.display()))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Passes an I/O result on, taking the log dir offline if it is an error.
+    fn on_io<T>(&self, r: std::io::Result<T>) -> Result<T> {
+        r.map_err(|e| {
+            if let Some(d) = self.log_dir() {
+                dir_failure::global().report(d, &format!("{}: {e}", self.dir.display()));
+            }
+            Error::from(e)
+        })
+    }
+
+    /// The log dir this partition's log lives in (its directory's parent).
+    fn log_dir(&self) -> Option<&Path> {
+        self.dir.parent()
     }
 
     fn maybe_roll(&mut self, incoming: u64, now_ms: i64) -> std::io::Result<()> {
@@ -510,8 +549,17 @@ impl Log {
         Ok(())
     }
 
-    /// fsyncs the active segment and its indexes.
+    /// fsyncs the active segment and its indexes. A failure takes the log dir offline.
     pub fn flush(&mut self, now_ms: i64) -> Result<()> {
+        self.check_online()?;
+        let synced = self.sync(now_ms);
+        self.on_io(synced)
+    }
+
+    fn sync(&mut self, now_ms: i64) -> std::io::Result<()> {
+        if crate::fault::global().on_disk(crate::fault::DiskOp::Fsync, &self.topic, now_ms) {
+            return Err(injected("fsync"));
+        }
         self.active_mut().flush()?;
         self.unflushed_messages = 0;
         self.last_flush_ms = now_ms;
@@ -575,6 +623,17 @@ impl Log {
         }
         self.config = config;
     }
+}
+
+/// The topic of a partition directory named `<topic>-<partition>`.
+fn topic_of(dir: &Path) -> String {
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    name.rsplit_once('-').map_or(name.clone(), |(t, _)| t.to_string())
+}
+
+/// The error an injected disk fault stands for: EIO, as a failing disk gives.
+fn injected(op: &str) -> std::io::Error {
+    std::io::Error::other(format!("injected disk fault: {op} failed (EIO)"))
 }
 
 #[cfg(test)]
