@@ -24,8 +24,12 @@ pub async fn join_group(ctx: &Ctx<'_>, req: JoinGroupRequest) -> JoinGroupRespon
             .with_generation_id(-1)
             .with_member_id(req.member_id);
     }
-    if let Err(e) =
-        ctx.check_group(Operation::Read, &req.group_id.0).and_then(|()| ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0))
+    // A share group's id is taken: Kafka 4.4 refuses a classic member there as a protocol
+    // that does not fit the group.
+    if let Err(e) = ctx
+        .check_group(Operation::Read, &req.group_id.0)
+        .and_then(|()| ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0))
+        .and_then(|()| if ctx.broker.shares.is_share_group(&req.group_id.0) { Err(Error::InconsistentGroupProtocol) } else { Ok(()) })
     {
         return JoinGroupResponse::default().with_error_code(e.code()).with_generation_id(-1).with_member_id(req.member_id);
     }

@@ -1,6 +1,7 @@
 package dev.sluice.compat;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
@@ -24,12 +25,14 @@ import org.apache.kafka.clients.admin.ShareMemberDescription;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.GroupType;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.InconsistentGroupProtocolException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -298,5 +301,33 @@ class ShareConsumerTest {
         });
         Clients.get(admin.deleteShareGroups(List.of(group)).all());
         assertTrue(Clients.get(admin.listGroups().all()).stream().noneMatch(g -> g.groupId().equals(group)));
+    }
+
+    @Test
+    void aClassicConsumerCannotJoinAShareGroupsId() throws Exception {
+        String topic = "share-taken";
+        String group = "sg-taken";
+        createTopic(topic, 1);
+        try (KafkaShareConsumer<String, String> share = shareConsumer(group, "implicit")) {
+            share.subscribe(List.of(topic));
+            waitFor("the share member's assignment", () -> {
+                share.poll(Duration.ofMillis(100));
+                return assigned(group, 1, 1);
+            });
+            Properties p = new Properties();
+            p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
+            p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+            p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
+            try (KafkaConsumer<String, String> classic = new KafkaConsumer<>(p, new StringDeserializer(), new StringDeserializer())) {
+                classic.subscribe(List.of(topic));
+                // JoinGroup on a share group's id: INCONSISTENT_GROUP_PROTOCOL, as in Kafka 4.4.
+                assertThrows(InconsistentGroupProtocolException.class, () -> {
+                    long deadline = System.currentTimeMillis() + 30_000;
+                    while (System.currentTimeMillis() < deadline) {
+                        classic.poll(Duration.ofMillis(200));
+                    }
+                });
+            }
+        }
     }
 }
