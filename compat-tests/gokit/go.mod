@@ -1,0 +1,3 @@
+module sluice/compat/gokit
+
+go 1.26.8
