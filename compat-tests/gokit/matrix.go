@@ -74,13 +74,21 @@ func (m *Matrix) row(scenario, result, note string) error {
 	return err
 }
 
-// ClientLabel is "name version" for the module the test binary was built with, e.g.
-// "sarama v1.61.1", read from the build info so the matrix names what really ran.
+// ClientLabel is "name version" for the client module the suite pins, e.g. "sarama v1.61.1":
+// from the binary's build info, else from the go.mod of the directory the test runs in (go
+// test leaves dependencies out of a test binary's build info).
 func ClientLabel(name, module string) string {
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for _, dep := range info.Deps {
 			if dep.Path == module {
 				return name + " " + dep.Version
+			}
+		}
+	}
+	if mod, err := os.ReadFile("go.mod"); err == nil {
+		for _, line := range strings.Split(string(mod), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == module {
+				return name + " " + f[1]
 			}
 		}
 	}
