@@ -29,8 +29,7 @@ func (c *scramClient) Begin(user, password, authzID string) error {
 }
 
 func (c *scramClient) Step(challenge string) (string, error) { return c.conv.Step(challenge) }
-func (c *scramClient) Done() bool                           { return c.conv.Done() }
-
+func (c *scramClient) Done() bool                            { return c.conv.Done() }
 
 // secureConfig is config() over TLS (trusting the cluster's CA) with SASL/SCRAM-SHA-512.
 func secureConfig(t *testing.T, d *gokit.DevCluster, password string) *sarama.Config {
