@@ -55,16 +55,16 @@ func TestClusterAdmin(t *testing.T) {
 	if err := adm.CreatePartitions(topic, 3, nil, false); err != nil {
 		t.Fatalf("CreatePartitions: %v", err)
 	}
-	waitFor(t, 20*time.Second, "3 partitions", func() bool {
+	gokit.WaitFor(t, 20*time.Second, "3 partitions", func() bool {
 		meta, err := adm.DescribeTopics([]string{topic})
 		return err == nil && len(meta) == 1 && len(meta[0].Partitions) == 3
 	})
 
 	// A group with committed offsets: one member consumes partition 0..2's records and leaves.
 	produceValues(t, addrs, topic, 3, "adm", 30)
-	l := &ledger{seen: map[string]int{}}
+	l := gokit.NewLedger()
 	m := joinGroup(t, addrs, group, topic, l)
-	waitFor(t, 30*time.Second, "30 records consumed", func() bool { return l.count() == 30 })
+	gokit.WaitFor(t, 30*time.Second, "30 records consumed", func() bool { return l.Count() == 30 })
 	m.stop(t)
 	groups, err := adm.ListConsumerGroups()
 	if err != nil {
@@ -89,7 +89,7 @@ func TestClusterAdmin(t *testing.T) {
 	if err := adm.DeleteTopic(topic); err != nil {
 		t.Fatalf("DeleteTopic: %v", err)
 	}
-	waitFor(t, 20*time.Second, topic+" gone", func() bool {
+	gokit.WaitFor(t, 20*time.Second, topic+" gone", func() bool {
 		topics, err := adm.ListTopics()
 		_, still := topics[topic]
 		return err == nil && !still

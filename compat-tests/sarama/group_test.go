@@ -14,37 +14,6 @@ import (
 	"sluice/compat/gokit"
 )
 
-// ledger counts how often each value was delivered to any member of a group.
-type ledger struct {
-	mu   sync.Mutex
-	seen map[string]int
-}
-
-func (l *ledger) add(v string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.seen[v]++
-}
-
-func (l *ledger) count() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.seen)
-}
-
-// twice lists the values delivered more than once.
-func (l *ledger) twice() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var dup []string
-	for v, n := range l.seen {
-		if n > 1 {
-			dup = append(dup, v)
-		}
-	}
-	return dup
-}
-
 // member is one sarama ConsumerGroup member that records each message, then marks it; sarama's
 // auto-commit commits the marks every second and, with a final flush, whenever the member gives
 // up its partitions (rebalance, Close), so a record's mark is committed before anyone else
@@ -53,7 +22,7 @@ type member struct {
 	group  sarama.ConsumerGroup
 	cancel context.CancelFunc
 	done   chan struct{}
-	ledger *ledger
+	ledger *gokit.Ledger
 
 	mu     sync.Mutex
 	claims []int32 // the partitions of the current generation
@@ -86,7 +55,7 @@ func (m *member) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.Consum
 			if !ok {
 				return nil
 			}
-			m.ledger.add(string(msg.Value))
+			m.ledger.Add(string(msg.Value))
 			s.MarkMessage(msg, "")
 		case <-s.Context().Done():
 			return nil
@@ -112,7 +81,7 @@ func groupConfig() *sarama.Config {
 }
 
 // joinGroup starts a member consuming topic in group until stop.
-func joinGroup(t *testing.T, addrs []string, group, topic string, l *ledger) *member {
+func joinGroup(t *testing.T, addrs []string, group, topic string, l *gokit.Ledger) *member {
 	t.Helper()
 	cg, err := sarama.NewConsumerGroup(addrs, group, groupConfig())
 	if err != nil {
@@ -161,7 +130,7 @@ func (m *member) stop(t *testing.T) {
 // of them at least one.
 func waitAssigned(t *testing.T, partitions int, members ...*member) {
 	t.Helper()
-	waitFor(t, 60*time.Second, fmt.Sprintf("%d members to share %d partitions", len(members), partitions), func() bool {
+	gokit.WaitFor(t, 60*time.Second, fmt.Sprintf("%d members to share %d partitions", len(members), partitions), func() bool {
 		all := map[int32]bool{}
 		for _, m := range members {
 			claims, _ := m.state()
@@ -204,31 +173,31 @@ func TestConsumerGroupOfThree(t *testing.T) {
 	topic, group := topicName("group3"), topicName("g3")
 	createTopic(t, addrs, config(), topic, parts, 1, nil)
 	produceValues(t, addrs, topic, parts, "a", 300)
-	l := &ledger{seen: map[string]int{}}
+	l := gokit.NewLedger()
 
 	m1, m2, m3 := joinGroup(t, addrs, group, topic, l), joinGroup(t, addrs, group, topic, l), joinGroup(t, addrs, group, topic, l)
 	waitAssigned(t, parts, m1, m2, m3)
-	waitFor(t, 30*time.Second, "300 records consumed by three members", func() bool { return l.count() == 300 })
+	gokit.WaitFor(t, 30*time.Second, "300 records consumed by three members", func() bool { return l.Count() == 300 })
 
 	_, g1 := m1.state()
 	_, g2 := m2.state()
 	m3.stop(t)
-	waitFor(t, 30*time.Second, "a rebalance after a member left", func() bool {
+	gokit.WaitFor(t, 30*time.Second, "a rebalance after a member left", func() bool {
 		_, n1 := m1.state()
 		_, n2 := m2.state()
 		return n1 > g1 && n2 > g2
 	})
 	waitAssigned(t, parts, m1, m2)
 	produceValues(t, addrs, topic, parts, "b", 300)
-	waitFor(t, 30*time.Second, "600 records consumed by two members", func() bool { return l.count() == 600 })
+	gokit.WaitFor(t, 30*time.Second, "600 records consumed by two members", func() bool { return l.Count() == 600 })
 	m1.stop(t)
 	m2.stop(t)
 
 	produceValues(t, addrs, topic, parts, "c", 120)
 	m4 := joinGroup(t, addrs, group, topic, l)
-	waitFor(t, 30*time.Second, "720 records consumed after the restart", func() bool { return l.count() == 720 })
+	gokit.WaitFor(t, 30*time.Second, "720 records consumed after the restart", func() bool { return l.Count() == 720 })
 	m4.stop(t)
-	if dup := l.twice(); len(dup) > 0 {
+	if dup := l.Twice(); len(dup) > 0 {
 		t.Fatalf("%d records delivered twice, e.g. %v", len(dup), dup[:min(5, len(dup))])
 	}
 	checkCommitted(t, addrs, group, topic, parts, map[int32]int64{0: 120, 1: 120, 2: 120, 3: 120, 4: 120, 5: 120})

@@ -36,7 +36,7 @@ func TestLeaderKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	waitFor(t, 30*time.Second, "ISR of 3", func() bool {
+	gokit.WaitFor(t, 30*time.Second, "ISR of 3", func() bool {
 		isr, err := cl.InSyncReplicas(topic, 0)
 		return cl.RefreshMetadata(topic) == nil && err == nil && len(isr) == 3
 	})
@@ -97,7 +97,7 @@ func TestLeaderKill(t *testing.T) {
 	}
 
 	var end int64
-	waitFor(t, 30*time.Second, "a new leader's log end", func() bool {
+	gokit.WaitFor(t, 30*time.Second, "a new leader's log end", func() bool {
 		leader, err := cl.Leader(topic, 0)
 		if cl.RefreshMetadata(topic) != nil || err != nil || leader.ID() == victim {
 			return false

@@ -77,7 +77,7 @@ func createTopic(t *testing.T, addrs []string, c *sarama.Config, name string, pa
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	waitFor(t, 20*time.Second, "topic "+name+" led", func() bool {
+	gokit.WaitFor(t, 20*time.Second, "topic "+name+" led", func() bool {
 		if cl.RefreshMetadata(name) != nil {
 			return false
 		}
@@ -92,18 +92,6 @@ func createTopic(t *testing.T, addrs []string, c *sarama.Config, name string, pa
 		}
 		return true
 	})
-}
-
-// waitFor polls cond until it holds, failing the test after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // consumeAll reads a partition from its start until n messages have arrived or timeout passes.
