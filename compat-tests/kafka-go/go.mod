@@ -7,4 +7,9 @@ require (
 	sluice/compat/gokit v0.0.0
 )
 
+require (
+	github.com/klauspost/compress v1.15.9 // indirect
+	github.com/pierrec/lz4/v4 v4.1.15 // indirect
+)
+
 replace sluice/compat/gokit => ../gokit

@@ -1,0 +1,121 @@
+// Package kafkago runs segmentio/kafka-go, unchanged, against real sluice processes: one shared
+// broker for most scenarios, a one-node SASL_SSL dev-cluster for sasl-tls and a three-node
+// dev-cluster for leader-kill. Every scenario writes its matrix row (gokit.Matrix).
+package kafkago
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"sluice/compat/gokit"
+)
+
+var (
+	broker *gokit.Broker
+	matrix *gokit.Matrix
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	if matrix, err = gokit.OpenMatrix("kafka-go", gokit.ClientLabel("kafka-go", "github.com/segmentio/kafka-go")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// kafka-go's Writer has neither an idempotent nor a transactional producer (its Client only
+	// wraps the raw InitProducerId/EndTxn requests).
+	for _, s := range []string{gokit.Idempotent, gokit.Transactions} {
+		if err := matrix.NA(s, "kafka-go has no idempotent or transactional producer"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	if broker, err = gokit.StartBroker(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := broker.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "sluice did not stop cleanly: %v\n", err)
+		code = 1
+	}
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "sluice log:\n%s\n", broker.Log())
+	}
+	os.Exit(code)
+}
+
+func topicName(prefix string) string { return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()) }
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// admin is a kafka-go Client on addrs[0] with the transport (plain by default).
+func admin(addrs []string, tr *kafka.Transport) *kafka.Client {
+	c := &kafka.Client{Addr: kafka.TCP(addrs...), Timeout: 10 * time.Second}
+	if tr != nil {
+		c.Transport = tr
+	}
+	return c
+}
+
+// createTopic makes a topic through Client.CreateTopics and waits until every partition is led.
+func createTopic(t *testing.T, cl *kafka.Client, name string, partitions, rf int, cfg ...kafka.ConfigEntry) {
+	t.Helper()
+	resp, err := cl.CreateTopics(ctxFor(t, 20*time.Second), &kafka.CreateTopicsRequest{
+		Topics: []kafka.TopicConfig{{Topic: name, NumPartitions: partitions, ReplicationFactor: rf, ConfigEntries: cfg}}})
+	if err != nil || resp.Errors[name] != nil {
+		t.Fatalf("create topic %s: %v %v", name, err, resp)
+	}
+	gokit.WaitFor(t, 20*time.Second, "topic "+name+" led", func() bool {
+		m, err := cl.Metadata(context.Background(), &kafka.MetadataRequest{Topics: []string{name}})
+		if err != nil || len(m.Topics) != 1 || len(m.Topics[0].Partitions) != partitions {
+			return false
+		}
+		for _, p := range m.Topics[0].Partitions {
+			if p.Leader.ID < 0 || p.Error != nil {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// writer is an acks=all Writer that sends every batch at once (no 1 s linger), with a
+// transport of its own (the default one caches metadata across writers).
+func writer(addrs []string, topic string, tr *kafka.Transport) *kafka.Writer {
+	if tr == nil {
+		tr = &kafka.Transport{}
+	}
+	return &kafka.Writer{Addr: kafka.TCP(addrs...), Topic: topic, RequiredAcks: kafka.RequireAll,
+		Balancer: &kafka.RoundRobin{}, BatchTimeout: 5 * time.Millisecond, Transport: tr}
+}
+
+// readPartition reads n messages of one partition from its start.
+func readPartition(t *testing.T, addrs []string, topic string, partition, n int, dialer *kafka.Dialer) []kafka.Message {
+	t.Helper()
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: addrs, Topic: topic, Partition: partition,
+		MaxWait: 200 * time.Millisecond, Dialer: dialer})
+	defer r.Close()
+	if err := r.SetOffset(kafka.FirstOffset); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxFor(t, 60*time.Second)
+	var got []kafka.Message
+	for len(got) < n {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("read %s/%d after %d of %d: %v", topic, partition, len(got), n, err)
+		}
+		got = append(got, m)
+	}
+	return got
+}
+
