@@ -1,6 +1,8 @@
 package gokit
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -134,4 +136,17 @@ func freeBasePort(n int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no free base port for %d nodes", n)
+}
+
+// TLSConfig trusts the CA of a --security cluster.
+func (d *DevCluster) TLSConfig() (*tls.Config, error) {
+	pem, err := os.ReadFile(d.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("no certificate in %s", d.CAFile)
+	}
+	return &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, nil
 }

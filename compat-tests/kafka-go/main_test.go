@@ -118,3 +118,4 @@ func readPartition(t *testing.T, addrs []string, topic string, partition, n int,
 	}
 	return got
 }
+

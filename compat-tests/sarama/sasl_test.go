@@ -1,10 +1,7 @@
 package sarama
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -34,17 +31,13 @@ func (c *scramClient) Done() bool                            { return c.conv.Don
 // secureConfig is config() over TLS (trusting the cluster's CA) with SASL/SCRAM-SHA-512.
 func secureConfig(t *testing.T, d *gokit.DevCluster, password string) *sarama.Config {
 	t.Helper()
-	pem, err := os.ReadFile(d.CAFile)
+	tlsConfig, err := d.TLSConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(pem) {
-		t.Fatalf("no certificate in %s", d.CAFile)
-	}
 	c := config()
 	c.Net.TLS.Enable = true
-	c.Net.TLS.Config = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	c.Net.TLS.Config = tlsConfig
 	c.Net.SASL.Enable = true
 	c.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
 	c.Net.SASL.User = "admin"
