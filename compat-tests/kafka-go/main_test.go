@@ -118,4 +118,3 @@ func readPartition(t *testing.T, addrs []string, topic string, partition, n int,
 	}
 	return got
 }
-
