@@ -14,8 +14,8 @@ import (
 // describe and alter its configs, add partitions, list and describe a group with its committed
 // offsets, delete the group and the topic.
 func TestAdminClient(t *testing.T) {
-	matrix.Scenario(t, gokit.Admin, "Client: create/delete topics, describe/alter configs, partitions, list/describe/delete groups, offsets")
-	addrs := []string{broker.Addr}
+	suite.Matrix.Scenario(t, gokit.Admin, "Client: create/delete topics, describe/alter configs, partitions, list/describe/delete groups, offsets")
+	addrs := []string{suite.Broker.Addr}
 	cl := admin(addrs, nil)
 	topic, group := topicName("admin"), topicName("admin-group")
 	createTopic(t, cl, topic, 2, 1, kafka.ConfigEntry{ConfigName: "retention.ms", ConfigValue: "3600000"})

@@ -15,13 +15,13 @@ import (
 func TestProduceConsumeCodecs(t *testing.T) {
 	codecs := []kafka.Compression{0, kafka.Gzip, kafka.Snappy, kafka.Lz4, kafka.Zstd}
 	names := []string{"none", "gzip", "snappy", "lz4", "zstd"}
-	matrix.Scenario(t, gokit.Codecs, "acks=all; "+strings.Join(names, ", "))
-	cl := admin([]string{broker.Addr}, nil)
+	suite.Matrix.Scenario(t, gokit.Codecs, "acks=all; "+strings.Join(names, ", "))
+	cl := admin([]string{suite.Broker.Addr}, nil)
 	for i, codec := range codecs {
 		t.Run(names[i], func(t *testing.T) {
 			topic := topicName("codec-" + names[i])
 			createTopic(t, cl, topic, 1, 1)
-			w := writer([]string{broker.Addr}, topic, nil)
+			w := writer([]string{suite.Broker.Addr}, topic, nil)
 			w.Compression = codec
 			const n = 100
 			value := func(j int) string { return fmt.Sprintf("%s-%04d-%s", names[i], j, strings.Repeat("x", 200)) }
@@ -34,7 +34,7 @@ func TestProduceConsumeCodecs(t *testing.T) {
 				t.Fatalf("write with %s: %v", names[i], err)
 			}
 			w.Close()
-			for j, m := range readPartition(t, []string{broker.Addr}, topic, 0, n, nil) {
+			for j, m := range readPartition(t, []string{suite.Broker.Addr}, topic, 0, n, nil) {
 				if m.Offset != int64(j) || string(m.Key) != fmt.Sprintf("k%d", j) || string(m.Value) != value(j) {
 					t.Fatalf("record %d: offset %d key %q value %.20q", j, m.Offset, m.Key, m.Value)
 				}

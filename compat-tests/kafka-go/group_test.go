@@ -106,8 +106,8 @@ func produce(t *testing.T, addrs []string, topic, prefix string, n int) {
 // others take its partitions over; after all have gone, a new one resumes at the committed
 // offsets. Every record is delivered, none twice, and the committed offsets end at the log end.
 func TestConsumerGroupOfThree(t *testing.T) {
-	matrix.Scenario(t, gokit.GroupOfThree, "Reader with GroupID: 3 join, 1 leaves, rebalance, resume after restart; none missed or twice")
-	addrs := []string{broker.Addr}
+	suite.Matrix.Scenario(t, gokit.GroupOfThree, "Reader with GroupID: 3 join, 1 leaves, rebalance, resume after restart; none missed or twice")
+	addrs := []string{suite.Broker.Addr}
 	cl := admin(addrs, nil)
 	topic, group := topicName("group3"), topicName("g3")
 	createTopic(t, cl, topic, 6, 1)

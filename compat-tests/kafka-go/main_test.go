@@ -6,7 +6,6 @@ package kafkago
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -15,39 +14,14 @@ import (
 	"sluice/compat/gokit"
 )
 
-var (
-	broker *gokit.Broker
-	matrix *gokit.Matrix
-)
+// kafka-go's Writer has neither an idempotent nor a transactional producer (its Client only
+// wraps the raw InitProducerId/EndTxn requests).
+const noProducerIDs = "kafka-go has no idempotent or transactional producer"
 
-func TestMain(m *testing.M) {
-	var err error
-	if matrix, err = gokit.OpenMatrix("kafka-go", gokit.ClientLabel("kafka-go", "github.com/segmentio/kafka-go")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	// kafka-go's Writer has neither an idempotent nor a transactional producer (its Client only
-	// wraps the raw InitProducerId/EndTxn requests).
-	for _, s := range []string{gokit.Idempotent, gokit.Transactions} {
-		if err := matrix.NA(s, "kafka-go has no idempotent or transactional producer"); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-	}
-	if broker, err = gokit.StartBroker(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := broker.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "sluice did not stop cleanly: %v\n", err)
-		code = 1
-	}
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "sluice log:\n%s\n", broker.Log())
-	}
-	os.Exit(code)
-}
+var suite = &gokit.Suite{Name: "kafka-go", Client: "kafka-go", Module: "github.com/segmentio/kafka-go",
+	NA: map[string]string{gokit.Idempotent: noProducerIDs, gokit.Transactions: noProducerIDs}}
+
+func TestMain(m *testing.M) { suite.Main(m) }
 
 func topicName(prefix string) string { return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()) }
 
@@ -57,13 +31,22 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// admin is a kafka-go Client on addrs[0] with the transport (plain by default).
-func admin(addrs []string, tr *kafka.Transport) *kafka.Client {
-	c := &kafka.Client{Addr: kafka.TCP(addrs...), Timeout: 10 * time.Second}
-	if tr != nil {
-		c.Transport = tr
+// transport is tr, or a plain one of the test's own: kafka-go's transports answer from
+// metadata they cache for MetadataTTL (6 s by default), and the shared default one would
+// still lack a topic another test's client has just created.
+func transport(tr *kafka.Transport) *kafka.Transport {
+	if tr == nil {
+		tr = &kafka.Transport{}
 	}
-	return c
+	if tr.MetadataTTL == 0 {
+		tr.MetadataTTL = time.Second
+	}
+	return tr
+}
+
+// admin is a kafka-go Client on addrs with the transport (plain by default).
+func admin(addrs []string, tr *kafka.Transport) *kafka.Client {
+	return &kafka.Client{Addr: kafka.TCP(addrs...), Timeout: 10 * time.Second, Transport: transport(tr)}
 }
 
 // createTopic makes a topic through Client.CreateTopics and waits until every partition is led.
@@ -88,14 +71,10 @@ func createTopic(t *testing.T, cl *kafka.Client, name string, partitions, rf int
 	})
 }
 
-// writer is an acks=all Writer that sends every batch at once (no 1 s linger), with a
-// transport of its own (the default one caches metadata across writers).
+// writer is an acks=all Writer that sends every batch at once (no 1 s linger).
 func writer(addrs []string, topic string, tr *kafka.Transport) *kafka.Writer {
-	if tr == nil {
-		tr = &kafka.Transport{}
-	}
 	return &kafka.Writer{Addr: kafka.TCP(addrs...), Topic: topic, RequiredAcks: kafka.RequireAll,
-		Balancer: &kafka.RoundRobin{}, BatchTimeout: 5 * time.Millisecond, Transport: tr}
+		Balancer: &kafka.RoundRobin{}, BatchTimeout: 5 * time.Millisecond, Transport: transport(tr)}
 }
 
 // readPartition reads n messages of one partition from its start.

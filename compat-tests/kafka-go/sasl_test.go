@@ -13,29 +13,11 @@ import (
 	"sluice/compat/gokit"
 )
 
-// startCluster starts a dev-cluster for one test, printing its log if the test failed.
-func startCluster(t *testing.T, n int, extra ...string) *gokit.DevCluster {
-	t.Helper()
-	d, err := gokit.StartDevCluster(n, extra...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("dev-cluster log:\n%s", d.Log())
-		}
-		if err := d.Stop(); err != nil {
-			t.Logf("dev-cluster stop: %v", err)
-		}
-	})
-	return d
-}
-
 // TestSaslTLS: against a one-node `dev-cluster --security sasl_ssl`, kafka-go's Client,
 // Writer and Reader work over TLS with SCRAM-SHA-512; a wrong password is refused.
 func TestSaslTLS(t *testing.T) {
-	matrix.Scenario(t, gokit.SaslTLS, "SASL_SSL: SCRAM-SHA-512 over TLS (dev-cluster --security sasl_ssl); wrong password refused")
-	d := startCluster(t, 1, "--security", "sasl_ssl")
+	suite.Matrix.Scenario(t, gokit.SaslTLS, "SASL_SSL: SCRAM-SHA-512 over TLS (dev-cluster --security sasl_ssl); wrong password refused")
+	d := gokit.DevClusterFor(t, 1, "--security", "sasl_ssl")
 	tlsConfig, err := d.TLSConfig()
 	if err != nil {
 		t.Fatal(err)

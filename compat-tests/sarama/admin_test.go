@@ -14,8 +14,8 @@ import (
 // describe it, describe and alter its configs, add partitions, list and describe a group with
 // its committed offsets, delete the group and the topic.
 func TestClusterAdmin(t *testing.T) {
-	matrix.Scenario(t, gokit.Admin, "ClusterAdmin: create/list/delete topics, describe/alter configs, partitions, groups and offsets")
-	addrs := []string{broker.Addr}
+	suite.Matrix.Scenario(t, gokit.Admin, "ClusterAdmin: create/list/delete topics, describe/alter configs, partitions, groups and offsets")
+	addrs := []string{suite.Broker.Addr}
 	adm, err := sarama.NewClusterAdmin(addrs, config())
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func TestProduceConsumeCodecs(t *testing.T) {
 	for _, c := range codecs {
 		names = append(names, c.String())
 	}
-	matrix.Scenario(t, gokit.Codecs, "acks=all; "+strings.Join(names, ", "))
+	suite.Matrix.Scenario(t, gokit.Codecs, "acks=all; "+strings.Join(names, ", "))
 	for _, codec := range codecs {
 		t.Run(codec.String(), func(t *testing.T) {
 			c := config()
@@ -32,8 +32,8 @@ func TestProduceConsumeCodecs(t *testing.T) {
 			c.Producer.Flush.Messages = 10
 			c.Producer.Flush.Frequency = 50 * time.Millisecond
 			topic := topicName("codec-" + codec.String())
-			createTopic(t, []string{broker.Addr}, c, topic, 1, 1, nil)
-			prod, err := sarama.NewAsyncProducer([]string{broker.Addr}, c)
+			createTopic(t, []string{suite.Broker.Addr}, c, topic, 1, 1, nil)
+			prod, err := sarama.NewAsyncProducer([]string{suite.Broker.Addr}, c)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +59,7 @@ func TestProduceConsumeCodecs(t *testing.T) {
 			if err := prod.Close(); err != nil {
 				t.Fatal(err)
 			}
-			got := consumeAll(t, []string{broker.Addr}, config(), topic, 0, n, 30*time.Second)
+			got := consumeAll(t, []string{suite.Broker.Addr}, config(), topic, 0, n, 30*time.Second)
 			if len(got) != n {
 				t.Fatalf("read back %d of %d records", len(got), n)
 			}

@@ -167,8 +167,8 @@ func produceValues(t *testing.T, addrs []string, topic string, partitions int32,
 // the committed offsets. Every record is delivered, none twice, and the group's committed
 // offsets end at the log end.
 func TestConsumerGroupOfThree(t *testing.T) {
-	matrix.Scenario(t, gokit.GroupOfThree, "ConsumerGroup: 3 join, 1 leaves, rebalance, resume after restart; none missed or twice")
-	addrs := []string{broker.Addr}
+	suite.Matrix.Scenario(t, gokit.GroupOfThree, "ConsumerGroup: 3 join, 1 leaves, rebalance, resume after restart; none missed or twice")
+	addrs := []string{suite.Broker.Addr}
 	const parts = 6
 	topic, group := topicName("group3"), topicName("g3")
 	createTopic(t, addrs, config(), topic, parts, 1, nil)

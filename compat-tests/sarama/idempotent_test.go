@@ -14,7 +14,7 @@ import (
 // numbers, one request in flight) to three partitions and reads every record back exactly once,
 // in the order sent to its partition.
 func TestIdempotentProducer(t *testing.T) {
-	matrix.Scenario(t, gokit.Idempotent, "Producer.Idempotent, 3 partitions, each record once in order")
+	suite.Matrix.Scenario(t, gokit.Idempotent, "Producer.Idempotent, 3 partitions, each record once in order")
 	c := config()
 	c.Producer.Idempotent = true
 	c.Net.MaxOpenRequests = 1
@@ -22,8 +22,8 @@ func TestIdempotentProducer(t *testing.T) {
 	c.Producer.Flush.Messages = 20
 	c.Producer.Flush.Frequency = 20 * time.Millisecond
 	topic := topicName("idempotent")
-	createTopic(t, []string{broker.Addr}, c, topic, 3, 1, nil)
-	prod, err := sarama.NewAsyncProducer([]string{broker.Addr}, c)
+	createTopic(t, []string{suite.Broker.Addr}, c, topic, 3, 1, nil)
+	prod, err := sarama.NewAsyncProducer([]string{suite.Broker.Addr}, c)
 	if err != nil {
 		t.Fatalf("idempotent producer: %v", err)
 	}
@@ -43,7 +43,7 @@ func TestIdempotentProducer(t *testing.T) {
 	if err := prod.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := sarama.NewClient([]string{broker.Addr}, config())
+	cl, err := sarama.NewClient([]string{suite.Broker.Addr}, config())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestIdempotentProducer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := consumeAll(t, []string{broker.Addr}, config(), topic, p, n/3, 30*time.Second)
+		got := consumeAll(t, []string{suite.Broker.Addr}, config(), topic, p, n/3, 30*time.Second)
 		if end != n/3 || len(got) != n/3 {
 			t.Fatalf("partition %d ends at %d, read %d records; want %d", p, end, len(got), n/3)
 		}

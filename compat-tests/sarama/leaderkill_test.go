@@ -15,19 +15,8 @@ import (
 // is killed with SIGKILL. Every record the producer saw acknowledged is in the log exactly once,
 // and no record is there twice.
 func TestLeaderKill(t *testing.T) {
-	matrix.Scenario(t, gokit.LeaderKill, "3-node dev-cluster, RF=3, min.insync.replicas=2, kill -9 the leader mid-load; acked all read once")
-	d, err := gokit.StartDevCluster(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("dev-cluster log:\n%s", d.Log())
-		}
-		if err := d.Stop(); err != nil {
-			t.Logf("dev-cluster stop: %v", err)
-		}
-	})
+	suite.Matrix.Scenario(t, gokit.LeaderKill, "3-node dev-cluster, RF=3, min.insync.replicas=2, kill -9 the leader mid-load; acked all read once")
+	d := gokit.DevClusterFor(t, 3)
 	topic := topicName("leader-kill")
 	minISR := "2"
 	createTopic(t, d.Bootstrap, config(), topic, 1, 3, map[string]*string{"min.insync.replicas": &minISR})

@@ -5,7 +5,6 @@ package sarama
 
 import (
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -14,31 +13,9 @@ import (
 	"sluice/compat/gokit"
 )
 
-var (
-	broker *gokit.Broker
-	matrix *gokit.Matrix
-)
+var suite = &gokit.Suite{Name: "sarama", Client: "sarama", Module: "github.com/IBM/sarama", Settings: []string{"num.partitions=3"}}
 
-func TestMain(m *testing.M) {
-	var err error
-	if matrix, err = gokit.OpenMatrix("sarama", gokit.ClientLabel("sarama", "github.com/IBM/sarama")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if broker, err = gokit.StartBroker("num.partitions=3"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := broker.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "sluice did not stop cleanly: %v\n", err)
-		code = 1
-	}
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "sluice log:\n%s\n", broker.Log())
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { suite.Main(m) }
 
 // config is sarama's configuration as an application on current Kafka would set it: the newest
 // protocol version sarama knows, acks=all, and short timeouts so that a failure shows quickly.

@@ -51,19 +51,8 @@ func secureConfig(t *testing.T, d *gokit.DevCluster, password string) *sarama.Co
 // own CA, SCRAM-SHA-512), sarama creates a topic, produces and consumes; a wrong password fails
 // with SASL_AUTHENTICATION_FAILED, and a client without TLS gets nowhere.
 func TestSaslTLS(t *testing.T) {
-	matrix.Scenario(t, gokit.SaslTLS, "SASL_SSL: SCRAM-SHA-512 over TLS (dev-cluster --security sasl_ssl); wrong password refused")
-	d, err := gokit.StartDevCluster(1, "--security", "sasl_ssl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("dev-cluster log:\n%s", d.Log())
-		}
-		if err := d.Stop(); err != nil {
-			t.Logf("dev-cluster stop: %v", err)
-		}
-	})
+	suite.Matrix.Scenario(t, gokit.SaslTLS, "SASL_SSL: SCRAM-SHA-512 over TLS (dev-cluster --security sasl_ssl); wrong password refused")
+	d := gokit.DevClusterFor(t, 1, "--security", "sasl_ssl")
 	if d.AdminPassword == "" {
 		t.Fatalf("dev-cluster printed no admin password")
 	}

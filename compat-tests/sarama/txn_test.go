@@ -16,8 +16,8 @@ import (
 // consumer sees only the committed records; read_uncommitted sees the aborted ones too; the
 // group's offset is the one of the last committed transaction, not the aborted one's.
 func TestTransactions(t *testing.T) {
-	matrix.Scenario(t, gokit.Transactions, "commit, abort, commit with offsets in the txn; read_committed sees only committed")
-	addrs := []string{broker.Addr}
+	suite.Matrix.Scenario(t, gokit.Transactions, "commit, abort, commit with offsets in the txn; read_committed sees only committed")
+	addrs := []string{suite.Broker.Addr}
 	topic, group := topicName("txn"), topicName("txn-group")
 	createTopic(t, addrs, config(), topic, 1, 1, nil)
 	c := config()
