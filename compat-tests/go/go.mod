@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kadm v1.20.0
+	sluice/compat/gokit v0.0.0
 )
 
 require (
@@ -12,3 +13,5 @@ require (
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
 )
+
+replace sluice/compat/gokit => ../gokit

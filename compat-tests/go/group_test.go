@@ -18,7 +18,7 @@ import (
 
 func newAdmin(t *testing.T, b *broker) *kadm.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func createTopic(t *testing.T, adm *kadm.Client, topic string, partitions int32)
 // produce writes records n..m-1 (value "p<P>-<i>") to each partition and checks their offsets.
 func produce(t *testing.T, b *broker, topic string, partitions int32, from, to int) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func produce(t *testing.T, b *broker, topic string, partitions int32, from, to i
 func groupClient(t *testing.T, b *broker, group, topic string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	base := []kgo.Opt{
-		kgo.SeedBrokers(b.addr),
+		kgo.SeedBrokers(b.Addr),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(),

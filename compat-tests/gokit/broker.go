@@ -3,6 +3,7 @@ package gokit
 import (
 	"os"
 	"regexp"
+	"testing"
 	"time"
 )
 
@@ -15,9 +16,15 @@ type Broker struct {
 	dir  string
 }
 
-// StartBroker starts a broker with group.initial.rebalance.delay.ms=0 and the given
-// key=value settings, and waits until it serves.
+// StartBroker starts a broker on a free loopback port with group.initial.rebalance.delay.ms=0
+// and the given key=value settings, and waits until it serves.
 func StartBroker(settings ...string) (*Broker, error) {
+	return Launch([]string{"--listen", "127.0.0.1:0"}, settings...)
+}
+
+// Launch is StartBroker with the listener flags given (none: the settings name the
+// listeners, and Addr is the first one).
+func Launch(listen []string, settings ...string) (*Broker, error) {
 	bin, err := Bin()
 	if err != nil {
 		return nil, err
@@ -26,7 +33,7 @@ func StartBroker(settings ...string) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--set", "group.initial.rebalance.delay.ms=0"}
+	args := append(append([]string{"serve"}, listen...), "--data-dir", dir, "--set", "group.initial.rebalance.delay.ms=0")
 	for _, s := range settings {
 		args = append(args, "--set", s)
 	}
@@ -36,6 +43,25 @@ func StartBroker(settings ...string) (*Broker, error) {
 		return nil, err
 	}
 	return &Broker{Addr: m[1], p: p, dir: dir}, nil
+}
+
+// BrokerFor launches a broker for one test: stopped when the test ends (an unclean exit fails
+// it), its log printed if the test failed.
+func BrokerFor(t *testing.T, listen []string, settings ...string) *Broker {
+	t.Helper()
+	b, err := Launch(listen, settings...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Stop(); err != nil {
+			t.Errorf("sluice did not stop cleanly: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("sluice log:\n%s", b.Log())
+		}
+	})
+	return b
 }
 
 // Log is the broker's output so far.
