@@ -66,7 +66,6 @@ func (p *proc) Output() string {
 func start(watch *regexp.Regexp, timeout time.Duration, bin string, args ...string) (*proc, []string, error) {
 	p := &proc{cmd: exec.Command(bin, args...), exited: make(chan struct{}), watch: watch, found: make(chan []string, 1)}
 	p.cmd.Stdout, p.cmd.Stderr = p, p
-	p.cmd.Stdin = nil
 	if err := p.cmd.Start(); err != nil {
 		return nil, nil, fmt.Errorf("start %s: %w", bin, err)
 	}
@@ -104,4 +103,5 @@ func (p *proc) stop() error {
 	}
 }
 
+// proc collects the child's stdout and stderr itself.
 var _ io.Writer = (*proc)(nil)
