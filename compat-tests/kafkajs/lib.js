@@ -1,0 +1,111 @@
+// Shared by the scenario files: the broker that run.sh started (read from the environment),
+// kafkajs clients for it, the matrix row each scenario writes, and small waiting helpers.
+'use strict'
+
+const fs = require('node:fs')
+const crypto = require('node:crypto')
+const { test } = require('node:test')
+const { Kafka, logLevel } = require('kafkajs')
+
+/** The environment run.sh exports; a scenario run without it fails with a clear message. */
+function env(name) {
+  const v = process.env[name]
+  if (!v) throw new Error(`${name} is not set: run the suite with compat-tests/kafkajs/run.sh`)
+  return v
+}
+
+const brokers = () => env('KAFKAJS_BROKERS').split(',')
+
+// kafkajs logs every retried error at ERROR; a scenario's assertions say what went wrong,
+// so the client stays quiet unless KAFKAJS_LOG_LEVEL asks for it (e.g. DEBUG).
+const level = logLevel[process.env.KAFKAJS_LOG_LEVEL || 'NOTHING']
+
+/** A kafkajs client for the suite's broker (or `config.brokers`), a fresh client id each time. */
+function kafka(config = {}) {
+  return new Kafka({
+    clientId: `sluice-kafkajs-${crypto.randomBytes(3).toString('hex')}`,
+    brokers: brokers(),
+    logLevel: level,
+    retry: { initialRetryTime: 100, retries: 10 },
+    ...config,
+  })
+}
+
+/** A topic name no other scenario (or earlier run against the same data dir) uses. */
+const uniqueName = prefix => `${prefix}-${crypto.randomBytes(4).toString('hex')}`
+
+/**
+ * Writes this scenario's row to the suite's matrix file: kafkajs, scenario, result, note.
+ * Tabs and newlines in the note would break the table, so they become spaces.
+ */
+function matrixRow(scenario, result, note) {
+  const clean = String(note || '').replace(/[\t\r\n]+/g, ' ').slice(0, 300)
+  fs.appendFileSync(env('KAFKAJS_MATRIX'), `kafkajs\t${scenario}\t${result}\t${clean}\n`)
+}
+
+/**
+ * One matrix scenario as a node:test test. `body` returns the note for the row (what was
+ * checked); a throw marks the row failed with the error's message and fails the test.
+ */
+function scenario(name, body, { timeout = 45000 } = {}) {
+  test(name, { timeout }, async t => {
+    try {
+      const note = await body(t)
+      matrixRow(name, 'pass', note)
+    } catch (e) {
+      matrixRow(name, 'fail', e && e.message)
+      throw e
+    }
+  })
+}
+
+/** Polls `check` (async, truthy when done) until it holds, else throws `what` after `ms`. */
+async function waitFor(what, check, ms = 20000) {
+  const deadline = Date.now() + ms
+  let last
+  for (;;) {
+    try {
+      last = await check()
+      if (last) return last
+    } catch (e) {
+      last = e
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${last})`)
+    await new Promise(r => setTimeout(r, 100))
+  }
+}
+
+/** Runs `consumer` on `topic` until `done(received)` holds; returns every message's
+ * {partition, offset, key, value, headers} in arrival order. Stops (disconnects) the consumer. */
+async function consumeUntil(consumer, topic, done, ms = 20000) {
+  const received = []
+  await consumer.connect()
+  await consumer.subscribe({ topics: [topic], fromBeginning: true })
+  await consumer.run({
+    eachMessage: async ({ partition, message }) => {
+      received.push({
+        partition,
+        offset: Number(message.offset),
+        key: message.key && message.key.toString(),
+        value: message.value && message.value.toString(),
+        headers: message.headers,
+      })
+    },
+  })
+  try {
+    await waitFor(`records on ${topic} (have ${received.length})`, () => done(received), ms)
+  } finally {
+    await consumer.disconnect()
+  }
+  return received
+}
+
+/** Values that occur more than once in `values`. */
+function duplicates(values) {
+  const seen = new Set()
+  const dups = new Set()
+  for (const v of values) (seen.has(v) ? dups : seen).add(v)
+  return [...dups]
+}
+
+module.exports = { env, kafka, uniqueName, matrixRow, scenario, waitFor, consumeUntil, duplicates }

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Runs the kafkajs (Node.js) compatibility scenarios against a sluice binary.
+#
+#   compat-tests/kafkajs/run.sh [scenario ...]     # e.g. run.sh admin transactions
+#
+# SLUICE_BIN overrides the broker binary (default: <repo>/target/release/sluice). Installs
+# kafkajs from package-lock.json with `npm ci`, starts one broker for the suite (a PLAINTEXT
+# listener, and a SASL_SSL one with SCRAM users and a CA made here with openssl), and runs
+# each scenario file in test/ with node's built-in test runner; leader-kill starts its own
+# three-node dev-cluster. Each scenario writes its row to target/test-logs/matrix-kafkajs.tsv.
+# Prints "kafkajs: N passed, M failed" and exits non-zero if any scenario failed.
+set -u
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+SLUICE_BIN="${SLUICE_BIN:-$root/target/release/sluice}"
+case "$SLUICE_BIN" in /*) ;; *) SLUICE_BIN="$PWD/$SLUICE_BIN" ;; esac
+export SLUICE_BIN
+# The matrix's scenarios, in its column order.
+scenarios=(produce-consume-codecs idempotent group-of-three transactions admin sasl-tls leader-kill)
+[ $# -gt 0 ] && scenarios=("$@")
+
+fail() { echo "kafkajs: $*"; echo "kafkajs: 0 passed, 1 failed"; exit 1; }
+command -v node >/dev/null 2>&1 || fail "node is not installed"
+[ -x "$SLUICE_BIN" ] || fail "no broker binary at $SLUICE_BIN"
+for s in "${scenarios[@]}"; do [ -f "$here/test/$s.test.js" ] || fail "no scenario '$s'"; done
+
+cd "$here"
+# npm ci wipes node_modules, so it runs only when the lock file is newer than the install.
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    npm ci --prefer-offline --no-audit --no-fund --cache "$here/.npm-cache" >/dev/null || fail "npm ci failed"
+fi
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/sluice-kafkajs.XXXXXX")"
+broker_pid=""
+cleanup() {
+    [ -n "$broker_pid" ] && kill "$broker_pid" 2>/dev/null && wait "$broker_pid" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# A CA and a broker certificate for 127.0.0.1, for the SASL_SSL listener.
+ssl() { openssl "$@" >/dev/null 2>&1 || fail "openssl $1 failed"; }
+ssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/ca.key" -out "$work/ca.pem" -days 2 -subj "/CN=sluice kafkajs CA"
+ssl req -newkey rsa:2048 -nodes -keyout "$work/broker.key" -out "$work/broker.csr" -subj "/CN=localhost"
+echo "subjectAltName=IP:127.0.0.1,DNS:localhost" >"$work/broker.ext"
+ssl x509 -req -in "$work/broker.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -CAcreateserial \
+    -out "$work/broker.pem" -days 2 -extfile "$work/broker.ext"
+cat "$work/broker.key" "$work/broker.pem" >"$work/broker-keystore.pem"
+
+read -r plain sasl < <(python3 -c 'import socket
+ss = [socket.socket() for _ in range(2)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(*[s.getsockname()[1] for s in ss])')
+
+"$SLUICE_BIN" serve --data-dir "$work/data" --node-id 1 \
+    --set "listeners=PLAINTEXT://127.0.0.1:$plain,SASL_SSL://127.0.0.1:$sasl" \
+    --set security.inter.broker.protocol=PLAINTEXT \
+    --set sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512 \
+    --set ssl.keystore.type=PEM --set "ssl.keystore.location=$work/broker-keystore.pem" \
+    --set num.partitions=3 --set group.initial.rebalance.delay.ms=0 \
+    --add-scram 'SCRAM-SHA-512=[name=alice,password=alice-secret]' \
+    --add-scram 'SCRAM-SHA-256=[name=bob,password=bob-secret]' \
+    >"$work/broker.log" 2>&1 </dev/null &
+broker_pid=$!
+for _ in $(seq 200); do
+    grep -q "sluice ready:" "$work/broker.log" 2>/dev/null && break
+    kill -0 "$broker_pid" 2>/dev/null || { cat "$work/broker.log"; fail "the broker exited at startup"; }
+    sleep 0.1
+done
+grep -q "sluice ready:" "$work/broker.log" || { tail -20 "$work/broker.log"; fail "the broker was not ready in 20 s"; }
+
+logs="$root/target/test-logs"
+mkdir -p "$logs"
+matrix="$logs/matrix-kafkajs.tsv"
+: >"$matrix"
+export KAFKAJS_BROKERS="127.0.0.1:$plain" KAFKAJS_SASL_BROKERS="127.0.0.1:$sasl" KAFKAJS_CA="$work/ca.pem"
+export KAFKAJS_MATRIX="$matrix" KAFKAJS_WORK="$work" KAFKAJS_NO_PARTITIONER_WARNING=1
+
+files=()
+for s in "${scenarios[@]}"; do files+=("test/$s.test.js"); done
+tap="$work/results.tap"
+# Two files at a time: the machine's cores are shared, and the scenarios mostly wait on the broker.
+node --test --test-concurrency=2 --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=tap --test-reporter-destination="$tap" "${files[@]}"
+rc=$?
+
+# A scenario whose process died before writing its row still gets one, so the matrix has
+# every cell; the rows are rewritten in the matrix's column order.
+rows="$(cat "$matrix")"
+: >"$matrix"
+for s in "${scenarios[@]}"; do
+    row="$(printf '%s\n' "$rows" | awk -F'\t' -v s="$s" '$2 == s' | tail -1)"
+    [ -n "$row" ] || row="$(printf 'kafkajs\t%s\tfail\tthe scenario wrote no result' "$s")"
+    printf '%s\n' "$row" >>"$matrix"
+done
+
+passed=$(grep -E '^# pass ' "$tap" | awk '{print $3}')
+failed=$(grep -E '^# fail ' "$tap" | awk '{print $3}')
+passed=${passed:-0}; failed=${failed:-0}
+if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+    echo "kafkajs: node --test exited $rc without a failing test"
+    failed=1
+fi
+if [ "$rc" -ne 0 ]; then
+    echo "--- broker log (last 40 lines)"
+    tail -40 "$work/broker.log"
+fi
+echo "kafkajs: ${passed} passed, ${failed} failed"
+exit "$rc"
