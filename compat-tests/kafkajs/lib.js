@@ -31,6 +31,13 @@ function kafka(config = {}) {
   })
 }
 
+/**
+ * A consumer of `client` that long-polls for half a second, not kafkajs's 5 s: kafkajs
+ * heartbeats and leaves its group only between fetches, so a rebalance or a disconnect waits
+ * for the fetch in flight.
+ */
+const consumerOf = (client, config) => client.consumer({ maxWaitTimeInMs: 500, heartbeatInterval: 500, ...config })
+
 /** A topic name no other scenario (or earlier run against the same data dir) uses. */
 const uniqueName = prefix => `${prefix}-${crypto.randomBytes(4).toString('hex')}`
 
@@ -108,4 +115,4 @@ function duplicates(values) {
   return [...dups]
 }
 
-module.exports = { env, kafka, uniqueName, matrixRow, scenario, waitFor, consumeUntil, duplicates }
+module.exports = { env, kafka, consumerOf, uniqueName, matrixRow, scenario, waitFor, consumeUntil, duplicates }

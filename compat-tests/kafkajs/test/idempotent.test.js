@@ -6,7 +6,7 @@
 'use strict'
 
 const assert = require('node:assert/strict')
-const { kafka, uniqueName, scenario, consumeUntil, duplicates } = require('../lib')
+const { kafka, consumerOf, uniqueName, scenario, consumeUntil, duplicates } = require('../lib')
 
 const rounds = 2 // the first sends concurrently, the second one send at a time
 const sendsPerRound = 40
@@ -45,7 +45,7 @@ scenario('idempotent', async () => {
   const inLog = offsets.reduce((n, p) => n + Number(p.high) - Number(p.low), 0)
   assert.equal(inLog, expected.length, 'records in the log (high watermarks)')
 
-  const got = await consumeUntil(client.consumer({ groupId: uniqueName('idem-g') }), topic,
+  const got = await consumeUntil(consumerOf(client, { groupId: uniqueName('idem-g') }), topic,
     r => r.length >= expected.length)
   const values = got.map(r => r.value)
   assert.deepEqual(duplicates(values), [], 'records written twice')

@@ -5,7 +5,7 @@
 const assert = require('node:assert/strict')
 const { CompressionTypes, CompressionCodecs } = require('kafkajs')
 const SnappyCodec = require('kafkajs-snappy')
-const { kafka, uniqueName, scenario, consumeUntil } = require('../lib')
+const { kafka, consumerOf, uniqueName, scenario, consumeUntil } = require('../lib')
 
 CompressionCodecs[CompressionTypes.Snappy] = SnappyCodec
 
@@ -37,7 +37,7 @@ scenario('produce-consume-codecs', async () => {
   }
   await producer.disconnect()
 
-  const got = await consumeUntil(client.consumer({ groupId: uniqueName('codecs-g') }), topic,
+  const got = await consumeUntil(consumerOf(client, { groupId: uniqueName('codecs-g') }), topic,
     r => r.length >= sent.length)
   assert.equal(got.length, sent.length, 'records read back')
   // Kafka's default partitioner puts equal keys on one partition, so each key's records

@@ -5,7 +5,7 @@
 'use strict'
 
 const assert = require('node:assert/strict')
-const { kafka, uniqueName, scenario, consumeUntil } = require('../lib')
+const { kafka, consumerOf, uniqueName, scenario, consumeUntil } = require('../lib')
 
 const perTxn = 12
 
@@ -43,14 +43,14 @@ scenario('transactions', async () => {
   // Both consumers read until the records (and markers) of the last transaction are in:
   // the read_committed one cannot see the aborted records before that point, so "none of
   // them" is checked on a log that already holds what came after them.
-  const readCommitted = await consumeUntil(client.consumer({ groupId: uniqueName('rc') }), topic,
+  const readCommitted = await consumeUntil(consumerOf(client, { groupId: uniqueName('rc') }), topic,
     r => r.filter(m => m.value.startsWith('committed-2')).length === perTxn)
   const values = readCommitted.map(r => r.value)
   assert.equal(values.filter(v => v.startsWith('aborted')).length, 0, 'aborted records seen by read_committed')
   assert.equal(values.length, wanted, 'committed records seen by read_committed')
 
   const readUncommitted = await consumeUntil(
-    client.consumer({ groupId: uniqueName('ru'), readUncommitted: true }), topic,
+    consumerOf(client, { groupId: uniqueName('ru'), readUncommitted: true }), topic,
     r => r.filter(m => m.value.startsWith('committed-2')).length === perTxn)
   assert.equal(readUncommitted.filter(r => r.value.startsWith('aborted')).length, perTxn,
     'the aborted records are in the log for read_uncommitted')
