@@ -42,6 +42,18 @@ const consumerOf = (client, config) => client.consumer({ maxWaitTimeInMs: 500, h
 const uniqueName = prefix => `${prefix}-${crypto.randomBytes(4).toString('hex')}`
 
 /**
+ * A connected admin of `client` and a new topic of `numPartitions` (leaders elected), for a
+ * scenario's start: resolves to {client, admin, topic}; the scenario disconnects the admin.
+ */
+async function withTopic(prefix, numPartitions, client = kafka()) {
+  const topic = uniqueName(prefix)
+  const admin = client.admin()
+  await admin.connect()
+  await admin.createTopics({ topics: [{ topic, numPartitions }], waitForLeaders: true })
+  return { client, admin, topic }
+}
+
+/**
  * Writes this scenario's row to the suite's matrix file: kafkajs, scenario, result, note.
  * Tabs and newlines in the note would break the table, so they become spaces.
  */
@@ -115,4 +127,4 @@ function duplicates(values) {
   return [...dups]
 }
 
-module.exports = { env, kafka, consumerOf, uniqueName, matrixRow, scenario, waitFor, consumeUntil, duplicates }
+module.exports = { env, kafka, consumerOf, uniqueName, withTopic, matrixRow, scenario, waitFor, consumeUntil, duplicates }

@@ -5,18 +5,14 @@
 'use strict'
 
 const assert = require('node:assert/strict')
-const { kafka, consumerOf, uniqueName, scenario, waitFor, duplicates } = require('../lib')
+const { consumerOf, uniqueName, withTopic, scenario, waitFor, duplicates } = require('../lib')
 
 const partitions = 6
 const perPhase = 120
 
 scenario('group-of-three', async () => {
-  const client = kafka()
-  const topic = uniqueName('group3')
+  const { client, admin, topic } = await withTopic('group3', partitions)
   const groupId = uniqueName('group3-g')
-  const admin = client.admin()
-  await admin.connect()
-  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true })
   const producer = client.producer()
   await producer.connect()
 

@@ -6,18 +6,14 @@
 'use strict'
 
 const assert = require('node:assert/strict')
-const { kafka, consumerOf, uniqueName, scenario, consumeUntil, duplicates } = require('../lib')
+const { consumerOf, uniqueName, withTopic, scenario, consumeUntil, duplicates } = require('../lib')
 
 const rounds = 2 // the first sends concurrently, the second one send at a time
 const sendsPerRound = 40
 const perSend = 10
 
 scenario('idempotent', async () => {
-  const client = kafka()
-  const topic = uniqueName('idem')
-  const admin = client.admin()
-  await admin.connect()
-  await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: true })
+  const { client, admin, topic } = await withTopic('idem', 3)
 
   const expected = []
   for (let round = 0; round < rounds; round++) {

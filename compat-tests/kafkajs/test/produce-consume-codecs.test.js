@@ -5,7 +5,7 @@
 const assert = require('node:assert/strict')
 const { CompressionTypes, CompressionCodecs } = require('kafkajs')
 const SnappyCodec = require('kafkajs-snappy')
-const { kafka, consumerOf, uniqueName, scenario, consumeUntil } = require('../lib')
+const { consumerOf, uniqueName, withTopic, scenario, consumeUntil } = require('../lib')
 
 CompressionCodecs[CompressionTypes.Snappy] = SnappyCodec
 
@@ -13,11 +13,7 @@ const codecs = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snapp
 const perCodec = 60
 
 scenario('produce-consume-codecs', async () => {
-  const client = kafka()
-  const topic = uniqueName('codecs')
-  const admin = client.admin()
-  await admin.connect()
-  await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: true })
+  const { client, admin, topic } = await withTopic('codecs', 3)
   await admin.disconnect()
 
   const producer = client.producer()

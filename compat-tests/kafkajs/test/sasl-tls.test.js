@@ -6,7 +6,7 @@
 
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
-const { env, kafka, consumerOf, uniqueName, scenario, consumeUntil } = require('../lib')
+const { env, kafka, consumerOf, uniqueName, withTopic, scenario, consumeUntil } = require('../lib')
 
 const secure = sasl => kafka({
   brokers: env('KAFKAJS_SASL_BROKERS').split(','),
@@ -17,10 +17,7 @@ const secure = sasl => kafka({
 })
 
 async function roundtrip(client, label) {
-  const topic = uniqueName(`sasl-${label}`)
-  const admin = client.admin()
-  await admin.connect()
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true })
+  const { admin, topic } = await withTopic(`sasl-${label}`, 1, client)
   // Metadata over this listener names this listener's address, not the PLAINTEXT one.
   const { brokers } = await admin.describeCluster()
   assert.deepEqual(brokers.map(b => `${b.host}:${b.port}`), env('KAFKAJS_SASL_BROKERS').split(','))

@@ -5,17 +5,13 @@
 'use strict'
 
 const assert = require('node:assert/strict')
-const { kafka, consumerOf, uniqueName, scenario, consumeUntil } = require('../lib')
+const { consumerOf, uniqueName, withTopic, scenario, consumeUntil } = require('../lib')
 
 const perTxn = 12
 
 scenario('transactions', async () => {
-  const client = kafka()
-  const topic = uniqueName('txn')
+  const { client, admin, topic } = await withTopic('txn', 2)
   const group = uniqueName('txn-offsets')
-  const admin = client.admin()
-  await admin.connect()
-  await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true })
 
   const producer = client.producer({
     transactionalId: uniqueName('kafkajs-txn'),
