@@ -19,7 +19,17 @@ export SLUICE_BIN
 scenarios=(produce-consume-codecs idempotent group-of-three transactions admin sasl-tls leader-kill)
 [ $# -gt 0 ] && scenarios=("$@")
 
-fail() { echo "kafkajs: $*"; echo "kafkajs: 0 passed, 1 failed"; exit 1; }
+logs="$root/target/test-logs"
+mkdir -p "$logs"
+matrix="$logs/matrix-kafkajs.tsv"
+: >"$matrix"
+# The suite could not run: every scenario's cell says why.
+fail() {
+    echo "kafkajs: $*"
+    for s in "${scenarios[@]}"; do printf 'kafkajs\t%s\tfail\tsuite not run: %s\n' "$s" "$*"; done >"$matrix"
+    echo "kafkajs: 0 passed, 1 failed"
+    exit 1
+}
 command -v node >/dev/null 2>&1 || fail "node is not installed"
 [ -x "$SLUICE_BIN" ] || fail "no broker binary at $SLUICE_BIN"
 for s in "${scenarios[@]}"; do [ -f "$here/test/$s.test.js" ] || fail "no scenario '$s'"; done
@@ -47,13 +57,8 @@ ssl x509 -req -in "$work/broker.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -C
     -out "$work/broker.pem" -days 2 -extfile "$work/broker.ext"
 cat "$work/broker.key" "$work/broker.pem" >"$work/broker-keystore.pem"
 
-read -r plain sasl < <(python3 -c 'import socket
-ss = [socket.socket() for _ in range(2)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in ss])')
-
 "$SLUICE_BIN" serve --data-dir "$work/data" --node-id 1 \
-    --set "listeners=PLAINTEXT://127.0.0.1:$plain,SASL_SSL://127.0.0.1:$sasl" \
+    --set 'listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0' \
     --set security.inter.broker.protocol=PLAINTEXT \
     --set sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512 \
     --set ssl.keystore.type=PEM --set "ssl.keystore.location=$work/broker-keystore.pem" \
@@ -68,12 +73,14 @@ for _ in $(seq 200); do
     sleep 0.1
 done
 grep -q "sluice ready:" "$work/broker.log" || { tail -20 "$work/broker.log"; fail "the broker was not ready in 20 s"; }
+# Port 0 lets the broker pick free ports (no race with other tests); its ready line says which.
+advertised="$(grep -o 'advertised [^)]*' "$work/broker.log" | head -1)"
+address() { echo "$advertised" | sed -nE "s|.*[ ,]$1://([0-9.]+:[0-9]+).*|\1|p"; }
+plain="$(address PLAINTEXT)"
+sasl="$(address SASL_SSL)"
+[ -n "$plain" ] && [ -n "$sasl" ] || fail "no listener addresses in the ready line: $advertised"
 
-logs="$root/target/test-logs"
-mkdir -p "$logs"
-matrix="$logs/matrix-kafkajs.tsv"
-: >"$matrix"
-export KAFKAJS_BROKERS="127.0.0.1:$plain" KAFKAJS_SASL_BROKERS="127.0.0.1:$sasl" KAFKAJS_CA="$work/ca.pem"
+export KAFKAJS_BROKERS="$plain" KAFKAJS_SASL_BROKERS="$sasl" KAFKAJS_CA="$work/ca.pem"
 export KAFKAJS_MATRIX="$matrix" KAFKAJS_WORK="$work" KAFKAJS_NO_PARTITIONER_WARNING=1
 
 files=()

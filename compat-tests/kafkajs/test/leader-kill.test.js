@@ -21,19 +21,30 @@ const portFree = port => new Promise(resolve => {
   s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)))
 })
 
-// dev-cluster's node i uses base+i-1, base+100+i-1 and base+200+i-1.
+// dev-cluster's node i uses base+i-1, base+100+i-1 and base+200+i-1; the ports are drawn below
+// Linux's ephemeral range (32768 up), where clients' own connections would take them.
 async function freeBase() {
   for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 30000 + Math.floor(Math.random() * 9000)
+    const base = 20000 + Math.floor(Math.random() * 12000)
     const ports = [0, 1, 2].flatMap(i => [base + i, base + 100 + i, base + 200 + i])
     if ((await Promise.all(ports.map(portFree))).every(Boolean)) return base
   }
   throw new Error('no free ports for the dev-cluster')
 }
 
-/** Starts the cluster; resolves to {proc, bootstrap, pids: {nodeId: pid}} once every node is up. */
+/** Starts the cluster; resolves to {proc, bootstrap, pids: {nodeId: pid}} once every node is up.
+ * A port taken between the check and the start makes the cluster exit: then it tries other ports. */
 async function devCluster(dir) {
-  const base = await freeBase()
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await devClusterOn(await freeBase(), fs.mkdtempSync(path.join(dir, 'cluster-')))
+    } catch (e) {
+      if (attempt === 3) throw e
+    }
+  }
+}
+
+async function devClusterOn(base, dir) {
   const proc = spawn(env('SLUICE_BIN'), ['dev-cluster', '--brokers', '3', '--base-port', String(base), '--data-dir', dir,
     '--set', 'min.insync.replicas=2',
     // A killed node is fenced after the session timeout; Kafka's 9 s would be most of the suite's time.
@@ -42,14 +53,20 @@ async function devCluster(dir) {
   let out = ''
   proc.stdout.on('data', d => { out += d })
   proc.stderr.on('data', d => { out += d })
-  const pids = {}
-  await waitFor('the dev-cluster to print its nodes', () => {
-    if (proc.exitCode !== null) throw new Error(`dev-cluster exited ${proc.exitCode}: ${out}`)
-    for (const m of out.matchAll(/^node (\d+) pid (\d+) listening/gm)) pids[m[1]] = Number(m[2])
-    return Object.keys(pids).length === 3
-  })
-  const bootstrap = out.match(/^bootstrap servers: (\S+)/m)[1].split(',')
-  return { proc, bootstrap, pids, output: () => out }
+  const cluster = { proc, pids: {} }
+  const deadline = Date.now() + 20000
+  for (;;) {
+    for (const m of out.matchAll(/^node (\d+) pid (\d+) listening/gm)) cluster.pids[m[1]] = Number(m[2])
+    if (Object.keys(cluster.pids).length === 3) break
+    // A node that could not start (its port taken) exits, and the cluster is no good.
+    if (proc.exitCode !== null || /exited/.test(out) || Date.now() > deadline) {
+      await stopCluster(cluster)
+      throw new Error(`dev-cluster did not start: ${out.slice(-1000)}`)
+    }
+    await new Promise(r => setTimeout(r, 100))
+  }
+  cluster.bootstrap = out.match(/^bootstrap servers: (\S+)/m)[1].split(',')
+  return cluster
 }
 
 async function stopCluster(cluster) {
