@@ -1,7 +1,9 @@
 // A transactional producer: committed, aborted and committed again, with the consumed
-// offsets of a group sent in two of them (TxnOffsetCommit). A read_committed consumer (kafkajs's
-// default, readUncommitted=false) sees only the committed records, a read_uncommitted one sees
-// all of them, and the group's offsets are the committed transaction's, not the aborted one's.
+// offsets of a group sent in each (TxnOffsetCommit); then a second producer with the same
+// transactional id fences the first in the middle of a transaction and commits one of its own.
+// A read_committed consumer (kafkajs's default, readUncommitted=false) sees only the committed
+// records, a read_uncommitted one sees the aborted and fenced ones too, and the group's offset
+// is the last committed transaction's.
 'use strict'
 
 const assert = require('node:assert/strict')
@@ -13,48 +15,69 @@ scenario('transactions', async () => {
   const { client, admin, topic } = await withTopic('txn', 2)
   const group = uniqueName('txn-offsets')
 
-  const producer = client.producer({
-    transactionalId: uniqueName('kafkajs-txn'),
-    idempotent: true,
-    maxInFlightRequests: 1,
+  const transactionalId = uniqueName('kafkajs-txn')
+  const transactional = () => client.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 })
+  const records = label => ({
+    topic,
+    messages: Array.from({ length: perTxn }, (_, i) => ({ key: `k${i}`, value: `${label}-${i}` })),
   })
+  const producer = transactional()
   await producer.connect()
   const outcomes = [['committed-1', 'commit', 5], ['aborted', 'abort', 9], ['committed-2', 'commit', 7]]
   for (const [label, end, groupOffset] of outcomes) {
     const txn = await producer.transaction()
-    await txn.send({
-      topic,
-      messages: Array.from({ length: perTxn }, (_, i) => ({ key: `k${i}`, value: `${label}-${i}` })),
-    })
+    await txn.send(records(label))
     await txn.sendOffsets({
       consumerGroupId: group,
       topics: [{ topic, partitions: [{ partition: 0, offset: String(groupOffset) }] }],
     })
     await (end === 'commit' ? txn.commit() : txn.abort())
   }
-  await producer.disconnect()
 
-  const committed = outcomes.filter(o => o[1] === 'commit')
-  const wanted = committed.length * perTxn
+  // kafkajs takes a transactional producer id at the first transaction(), so that is where
+  // the successor bumps the epoch: the coordinator aborts the open transaction, and the first
+  // producer's next send and its commit are refused (Kafka answers clients of kafkajs's
+  // versions INVALID_PRODUCER_EPOCH, newer ones PRODUCER_FENCED).
+  const zombie = await producer.transaction()
+  await zombie.send(records('fenced'))
+  const successor = transactional()
+  await successor.connect()
+  const next = await successor.transaction()
+  let refusal
+  const fenced = e => {
+    refusal = e.type
+    return ['INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED'].includes(e.type)
+  }
+  await assert.rejects(zombie.send(records('fenced-late')), fenced, 'a fenced producer sends')
+  await assert.rejects(zombie.commit(), fenced, 'a fenced producer commits')
+  await next.send(records('committed-3'))
+  await next.sendOffsets({ consumerGroupId: group, topics: [{ topic, partitions: [{ partition: 0, offset: '11' }] }] })
+  await next.commit()
+  await producer.disconnect()
+  await successor.disconnect()
+
+  const wanted = 3 * perTxn
   // Both consumers read until the records (and markers) of the last transaction are in:
   // the read_committed one cannot see the aborted records before that point, so "none of
   // them" is checked on a log that already holds what came after them.
   const readCommitted = await consumeUntil(consumerOf(client, { groupId: uniqueName('rc') }), topic,
-    r => r.filter(m => m.value.startsWith('committed-2')).length === perTxn)
+    r => r.filter(m => m.value.startsWith('committed-3')).length === perTxn)
   const values = readCommitted.map(r => r.value)
-  assert.equal(values.filter(v => v.startsWith('aborted')).length, 0, 'aborted records seen by read_committed')
+  assert.deepEqual(values.filter(v => !v.startsWith('committed-')), [], 'aborted records seen by read_committed')
   assert.equal(values.length, wanted, 'committed records seen by read_committed')
 
   const readUncommitted = await consumeUntil(
     consumerOf(client, { groupId: uniqueName('ru'), readUncommitted: true }), topic,
-    r => r.filter(m => m.value.startsWith('committed-2')).length === perTxn)
-  assert.equal(readUncommitted.filter(r => r.value.startsWith('aborted')).length, perTxn,
-    'the aborted records are in the log for read_uncommitted')
+    r => r.filter(m => m.value.startsWith('committed-3')).length === perTxn)
+  const count = label => readUncommitted.filter(r => r.value.startsWith(`${label}-`)).length
+  assert.deepEqual([count('aborted'), count('fenced'), count('fenced-late')], [perTxn, perTxn, 0],
+    'aborted and fenced records in the log for read_uncommitted, the refused send not')
 
   const [offsets] = await admin.fetchOffsets({ groupId: group, topics: [topic] })
   await admin.disconnect()
   const p0 = offsets.partitions.find(p => p.partition === 0)
-  assert.equal(p0.offset, '7', "the group's committed offset (the last committed transaction's)")
-  return `3 transactions (commit, abort, commit) of ${perTxn} records with sendOffsets: ` +
-    `read_committed sees ${wanted}, none aborted; read_uncommitted sees the aborted too; group offset from the commit`
+  assert.equal(p0.offset, '11', "the group's committed offset (the last committed transaction's)")
+  return `transactions of ${perTxn} records with sendOffsets: commit, abort, commit, fenced by a new producer ` +
+    `(${refusal}), its commit: read_committed sees ${wanted}, none aborted or fenced; ` +
+    'read_uncommitted sees them; group offset from the last commit'
 })
