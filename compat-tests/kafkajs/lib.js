@@ -24,10 +24,10 @@ const level = logLevel[process.env.KAFKAJS_LOG_LEVEL || 'NOTHING']
 function kafka(config = {}) {
   return new Kafka({
     clientId: `sluice-kafkajs-${crypto.randomBytes(3).toString('hex')}`,
-    brokers: brokers(),
     logLevel: level,
     retry: { initialRetryTime: 100, retries: 10 },
     ...config,
+    brokers: config.brokers || brokers(),
   })
 }
 
