@@ -3,7 +3,8 @@
 // transactional id fences the first in the middle of a transaction and commits one of its own.
 // A read_committed consumer (kafkajs's default, readUncommitted=false) sees only the committed
 // records, a read_uncommitted one sees the aborted and fenced ones too, and the group's offset
-// is the last committed transaction's.
+// is the last committed transaction's. While a transaction is open, the last stable offset
+// (ListOffsets at read_committed) stays where it began.
 'use strict'
 
 const assert = require('node:assert/strict')
@@ -24,9 +25,13 @@ scenario('transactions', async () => {
   const producer = transactional()
   await producer.connect()
   const outcomes = [['committed-1', 'commit', 5], ['aborted', 'abort', 9], ['committed-2', 'commit', 7]]
+  // kafkajs's ListOffsets is read_committed: its high offset is the last stable offset.
+  const stable = async () => (await admin.fetchTopicOffsets(topic)).map(p => `${p.partition}:${p.high}`).sort().join(' ')
   for (const [label, end, groupOffset] of outcomes) {
+    const before = await stable()
     const txn = await producer.transaction()
     await txn.send(records(label))
+    assert.equal(await stable(), before, 'the last stable offset stays at an open transaction\'s first record')
     await txn.sendOffsets({
       consumerGroupId: group,
       topics: [{ topic, partitions: [{ partition: 0, offset: String(groupOffset) }] }],
@@ -79,5 +84,5 @@ scenario('transactions', async () => {
   assert.equal(p0.offset, '11', "the group's committed offset (the last committed transaction's)")
   return `transactions of ${perTxn} records with sendOffsets: commit, abort, commit, fenced by a new producer ` +
     `(${refusal}), its commit: read_committed sees ${wanted}, none aborted or fenced; ` +
-    'read_uncommitted sees them; group offset from the last commit'
+    'read_uncommitted sees them; LSO held by open transactions; group offset from the last commit'
 })
