@@ -62,7 +62,7 @@ cat "$work/broker.key" "$work/broker.pem" >"$work/broker-keystore.pem"
     --set security.inter.broker.protocol=PLAINTEXT \
     --set sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512 \
     --set ssl.keystore.type=PEM --set "ssl.keystore.location=$work/broker-keystore.pem" \
-    --set num.partitions=3 --set group.initial.rebalance.delay.ms=0 \
+    --set num.partitions=3 --set group.initial.rebalance.delay.ms=0 --set group.min.session.timeout.ms=1000 \
     --add-scram 'SCRAM-SHA-512=[name=alice,password=alice-secret]' \
     --add-scram 'SCRAM-SHA-256=[name=bob,password=bob-secret]' \
     >"$work/broker.log" 2>&1 </dev/null &
