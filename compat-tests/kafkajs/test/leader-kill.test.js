@@ -1,6 +1,7 @@
 // A leader killed under load: a three-node `sluice dev-cluster` (min.insync.replicas=2), a
-// topic with RF=3, an idempotent acks=all producer sending numbered records one batch at a
-// time, and kill -9 of the partition's leader once a first share of them is acknowledged. The
+// topic with RF=3 led by the active controller, an idempotent acks=all producer sending
+// numbered records one batch at a time, and kill -9 of the partition's leader (the controller
+// with it) once a first share of them is acknowledged. The
 // producer carries on against the new leader; afterwards every acknowledged record is read
 // back exactly once (and no record at all is there twice). One partition: a send() spanning
 // partitions on two brokers meets a kafkajs bug of its own that loses acknowledged records on
@@ -55,10 +56,13 @@ async function devClusterOn(base, dir) {
   let out = ''
   proc.stdout.on('data', d => { out += d })
   proc.stderr.on('data', d => { out += d })
-  const cluster = { proc, pids: {} }
+  const cluster = { proc, pids: {}, http: {} }
   const deadline = Date.now() + 20000
   for (;;) {
-    for (const m of out.matchAll(/^node (\d+) pid (\d+) listening/gm)) cluster.pids[m[1]] = Number(m[2])
+    for (const m of out.matchAll(/^node (\d+) pid (\d+) listening \S+ http (\S+)/gm)) {
+      cluster.pids[m[1]] = Number(m[2])
+      cluster.http[m[1]] = m[3]
+    }
     if (Object.keys(cluster.pids).length === 3) break
     // A node that could not start (its port taken) exits, and the cluster is no good.
     if (proc.exitCode !== null || /exited/.test(out) || Date.now() > deadline) {
@@ -69,6 +73,16 @@ async function devClusterOn(base, dir) {
   }
   cluster.bootstrap = out.match(/^bootstrap servers: (\S+)/m)[1].split(',')
   return cluster
+}
+
+/** The node that is the active controller, from the nodes' /metrics (Metadata's controller id
+ * is any live broker, as in Kafka's KRaft mode, so it cannot tell). */
+async function activeController(cluster) {
+  for (const [node, http] of Object.entries(cluster.http)) {
+    const metrics = await (await fetch(`http://${http}/metrics`)).text()
+    if (/^sluice_active_controller 1$/m.test(metrics)) return Number(node)
+  }
+  return undefined
 }
 
 async function stopCluster(cluster) {
@@ -92,8 +106,12 @@ scenario('leader-kill', async () => {
     const topic = uniqueName('leader-kill')
     const admin = client.admin()
     await admin.connect()
+    // The partition's first replica (its preferred leader) is the active controller, so the
+    // kill takes both: the metadata quorum elects a new controller, which elects a new leader.
+    const controller = await waitFor('an active controller', () => activeController(cluster))
+    const replicas = [controller, ...[1, 2, 3].filter(n => n !== controller)]
     await admin.createTopics({
-      topics: [{ topic, numPartitions: 1, replicationFactor: 3, configEntries: [{ name: 'min.insync.replicas', value: '2' }] }],
+      topics: [{ topic, replicaAssignment: [{ partition: 0, replicas }], configEntries: [{ name: 'min.insync.replicas', value: '2' }] }],
       waitForLeaders: true,
     })
     const leaderOf = async () => {
@@ -102,6 +120,8 @@ scenario('leader-kill', async () => {
     }
     await waitFor('all three replicas in sync', async () => (await leaderOf()).isr.length === 3)
     const leader = (await leaderOf()).leader
+    assert.equal(leader, controller, 'the partition is led by the active controller')
+    assert.equal(await activeController(cluster), leader, 'the leader is still the active controller')
 
     const producer = client.producer({ idempotent: true, maxInFlightRequests: 1 })
     await producer.connect()
@@ -133,7 +153,7 @@ scenario('leader-kill', async () => {
     const have = new Set(values)
     const lost = acked.filter(v => !have.has(v))
     assert.deepEqual(lost, [], 'acknowledged records lost')
-    return `RF=3, min.insync.replicas=2, kill -9 of leader node ${leader} after ${sendsBeforeKill * perSend} acks: ` +
+    return `RF=3, min.insync.replicas=2, kill -9 of leader node ${leader} (the active controller too) after ${sendsBeforeKill * perSend} acks: ` +
       `${acked.length} acknowledged (${failedSends} sends failed), all read back once; new leader ${after.leader}`
   } finally {
     await stopCluster(cluster)
