@@ -31,6 +31,9 @@ fail() {
     exit 1
 }
 command -v node >/dev/null 2>&1 || fail "node is not installed"
+# --test-concurrency came in Node 20.10.
+node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 10) ? 0 : 1)' \
+    || fail "node $(node --version) is too old: the suite needs 20.10 or newer"
 [ -x "$SLUICE_BIN" ] || fail "no broker binary at $SLUICE_BIN"
 for s in "${scenarios[@]}"; do [ -f "$here/test/$s.test.js" ] || fail "no scenario '$s'"; done
 
