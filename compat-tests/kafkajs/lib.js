@@ -4,7 +4,7 @@
 
 const fs = require('node:fs')
 const crypto = require('node:crypto')
-const { test } = require('node:test')
+const { test, after } = require('node:test')
 const { Kafka, logLevel } = require('kafkajs')
 
 /** The environment run.sh exports; a scenario run without it fails with a clear message. */
@@ -77,6 +77,13 @@ function scenario(name, body, { timeout = 45000 } = {}) {
     }
   })
 }
+
+// A scenario that timed out leaves its clients (or a child process) running, and node's test
+// runner waits for a file's process to end: once the file's tests are done, its process gets
+// five seconds to close what it opened, then exits with the result already reported.
+after(() => {
+  setTimeout(() => process.exit(), 5000).unref()
+})
 
 /** Polls `check` (async, truthy when done) until it holds, else throws `what` after `ms`. */
 async function waitFor(what, check, ms = 20000) {
