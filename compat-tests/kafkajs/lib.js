@@ -70,6 +70,8 @@ function scenario(name, body, { timeout = 45000 } = {}) {
   test(name, { timeout }, async t => {
     try {
       const note = await body(t)
+      // Finished, but after node's timeout had failed the test.
+      if (t.signal.aborted) throw new Error(`timed out after ${timeout} ms`)
       matrixRow(name, 'pass', note)
     } catch (e) {
       matrixRow(name, 'fail', e && e.message)
