@@ -42,7 +42,7 @@ function banner() {
     box.textContent = h.is_healthy
       ? "Healthy"
       : `Unhealthy: ${h.unhealthy_reasons.join(", ")}` + (parts.length ? ` (${parts.join("; ")})` : "");
-  }, 2000, (e) => {
+  }, 1000, (e) => {
     if (!e) return;
     box.hidden = false;
     box.className = "banner bad";

@@ -1,5 +1,5 @@
 // The Timeline pane: the event journal live from GET /v1/events?follow (server-sent
-// events), drawn on a time axis so an election storm reads as a burst, and listed below.
+// events), counted on a time axis so an election storm reads as a burst, and listed below.
 import { el, clock } from "./api.js";
 
 const KEEP = 5000;
@@ -38,16 +38,35 @@ function describe(e) {
   }
 }
 
+const BUCKETS = 120;
+const ORDER = ["election", "isr", "fencing", "controller", "fault", "other"];
+
+// The axis: the window cut into buckets, each a stack of one bar per kind of event, its
+// height growing with the log of the count, so a storm of elections towers over the rest.
 function axis(events, span) {
   const timed = events.filter((e) => e.time_ms !== null && e.time_ms !== undefined);
   const end = Date.now();
   const start = span === Infinity ? Math.min(end - 1000, ...timed.map((e) => e.time_ms)) : end - span;
+  const width = Math.max(end - start, 1) / BUCKETS;
+  const counts = Array.from({ length: BUCKETS }, () => ({}));
+  for (const e of timed) {
+    if (e.time_ms < start) continue;
+    const b = Math.min(BUCKETS - 1, Math.floor((e.time_ms - start) / width));
+    const k = CATEGORY[e.type] || "other";
+    counts[b][k] = (counts[b][k] || 0) + 1;
+  }
   const pos = (t) => `${(100 * (t - start)) / Math.max(end - start, 1)}%`;
   const ticks = Array.from({ length: 5 }, (_, i) => start + ((end - start) * i) / 4);
+  const columns = counts.flatMap((c, b) => {
+    const kinds = ORDER.filter((k) => c[k]);
+    if (!kinds.length) return [];
+    const from = start + b * width;
+    return [el("span", { class: "bucket", style: `left:${(100 * b) / BUCKETS}%;width:${100 / BUCKETS}%`,
+      title: `${clock(from)}–${clock(from + width)}: ` + kinds.map((k) => `${c[k]} ${k}`).join(", ") },
+    kinds.map((k) => el("span", { class: `mark ${k}`, style: `height:${6 + 8 * Math.log2(c[k])}px`, dataset: { count: c[k] } })))];
+  });
   return el("div", { class: "axis", id: "axis" },
-    ticks.map((t) => el("span", { class: "tick", style: `left:${pos(t)}` }, clock(t).slice(0, 8))),
-    timed.filter((e) => e.time_ms >= start).map((e) =>
-      el("span", { class: `mark ${CATEGORY[e.type] || "other"}`, style: `left:${pos(e.time_ms)}`, title: `${clock(e.time_ms)} ${e.type}: ${describe(e)}` })));
+    ticks.map((t) => el("span", { class: "tick", style: `left:${pos(t)}` }, clock(t).slice(0, 8))), columns);
 }
 
 /** Mounts the pane into `root`; returns its stop function. */
