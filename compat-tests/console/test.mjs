@@ -129,6 +129,14 @@ async function httpChecks(base) {
     }
     assert(seen.size >= 7, `only ${seen.size} assets reached: ${[...seen]}`);
   });
+  for (const path of [`/v1/topics/${TOPIC}?offset=x`, "/v1/topics?limit=-1"]) {
+    await check(`GET ${path} is a JSON 400 naming the parameter`, async () => {
+      const r = await fetch(base + path);
+      assert(r.status === 400, `status ${r.status}`);
+      const body = await r.json();
+      assert(/offset|limit/.test(body.error), `body ${JSON.stringify(body)}`);
+    });
+  }
   for (const path of ["/console/nope.js", "/nope", "/v1/nope", "/console/../Cargo.toml"]) {
     await check(`GET ${path} is a JSON 404`, async () => {
       const r = await fetch(base + path);
