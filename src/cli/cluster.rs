@@ -11,6 +11,9 @@ use kafka_protocol::messages::TopicName;
 use kafka_protocol::protocol::StrBytes;
 use serde_json::{json, Value};
 
+pub use crate::metadata::health::Health;
+use crate::metadata::health::PartitionHealth;
+
 use super::client::Client;
 use super::output::{json_line, table};
 use super::{props, topic, CliError, Common};
@@ -172,58 +175,11 @@ fn print_info(v: &Value) {
     }
 }
 
-/// What a health check found.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Health {
-    pub controller_id: i32,
-    pub all_nodes: Vec<i32>,
-    pub nodes_down: Vec<i32>,
-    pub leaderless: Vec<String>,
-    pub under_replicated: Vec<String>,
-    pub under_min_isr: Vec<String>,
-}
-
-impl Health {
-    /// The reasons it is not healthy, by rpk's names.
-    pub fn reasons(&self) -> Vec<&'static str> {
-        let mut r = Vec::new();
-        if self.controller_id < 0 {
-            r.push("no_elected_controller");
-        }
-        if !self.nodes_down.is_empty() {
-            r.push("nodes_down");
-        }
-        if !self.leaderless.is_empty() {
-            r.push("leaderless_partitions");
-        }
-        if !self.under_replicated.is_empty() {
-            r.push("under_replicated_partitions");
-        }
-        if !self.under_min_isr.is_empty() {
-            r.push("under_min_isr_partitions");
-        }
-        r
-    }
-
-    /// Whether there is no reason.
-    pub fn healthy(&self) -> bool {
-        self.reasons().is_empty()
-    }
-
-    fn to_json(&self) -> Value {
-        json!({"is_healthy": self.healthy(), "unhealthy_reasons": self.reasons(), "controller_id": self.controller_id,
-               "all_nodes": self.all_nodes, "nodes_down": self.nodes_down, "leaderless_partitions": self.leaderless,
-               "under_replicated_partitions": self.under_replicated, "under_min_isr_partitions": self.under_min_isr})
-    }
-}
-
 /// One health check over a fresh connection.
 pub async fn health(settings: props::Settings) -> Result<Health, CliError> {
     let mut client = Client::connect(settings).await?;
     let v = client.metadata(None).await?;
     let live: BTreeSet<i32> = v.brokers.iter().map(|b| b.node_id).collect();
-    let mut all = live.clone();
-    let mut h = Health { controller_id: v.controller_id, ..Health::default() };
     let names: Vec<String> = v.topics.iter().filter(|t| t.error_code == 0).map(|t| t.name.clone()).collect();
     let mut min_isr: BTreeMap<String, usize> = BTreeMap::new();
     if !names.is_empty() {
@@ -235,24 +191,18 @@ pub async fn health(settings: props::Settings) -> Result<Health, CliError> {
             }
         }
     }
-    for t in &v.topics {
-        for p in &t.partitions {
-            let name = format!("{}/{}", t.name, p.partition);
-            all.extend(p.replicas.iter().copied());
-            if p.leader < 0 {
-                h.leaderless.push(name.clone());
-            }
-            if p.isr.len() < p.replicas.len() {
-                h.under_replicated.push(name.clone());
-            }
-            if min_isr.get(&t.name).is_some_and(|m| p.isr.len() < *m) {
-                h.under_min_isr.push(name);
-            }
-        }
-    }
-    h.all_nodes = all.iter().copied().collect();
-    h.nodes_down = all.difference(&live).copied().collect();
-    Ok(h)
+    let partitions = v.topics.iter().flat_map(|t| {
+        let min_isr = min_isr.get(&t.name).copied();
+        t.partitions.iter().map(move |p| PartitionHealth {
+            topic: &t.name,
+            partition: p.partition,
+            leader: p.leader,
+            replicas: &p.replicas,
+            isr: &p.isr,
+            min_isr,
+        })
+    });
+    Ok(Health::check(v.controller_id, &live, partitions))
 }
 
 fn print_health(h: &Health, json: bool) {

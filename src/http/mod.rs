@@ -1,11 +1,13 @@
 //! The node's HTTP listener (`http.listener`, or its older name `metrics.listener`):
 //! `/metrics` in the Prometheus text format, a JSON API under `/v1/` (cluster, brokers,
-//! topics, groups, events) and the fault endpoints (`/v1/faults`), axum on hyper.
+//! topics, groups, health, events), the fault endpoints (`/v1/faults`) and the web console
+//! at `/` (`console.rs`), axum on hyper.
 //!
-//! [`router`] is the merge point for more pages (the web console): merge a `Router` into
-//! it before [`serve`]. Every route reads the broker's shared services; none changes them,
-//! except `/v1/faults`, which changes only the node's fault registry.
+//! [`router`] is the merge point for more pages: merge a `Router` into it before [`serve`].
+//! Every route reads the broker's shared services; none changes them, except `/v1/faults`,
+//! which changes only the node's fault registry.
 
+mod console;
 mod events;
 mod faults;
 mod views;
@@ -38,11 +40,13 @@ pub fn router(broker: Arc<Broker>, shutdown: watch::Receiver<bool>) -> Router {
         .route("/v1/brokers", get(views::brokers))
         .route("/v1/topics", get(views::topics))
         .route("/v1/topics/{name}", get(views::topic))
+        .route("/v1/health", get(views::health))
         .route("/v1/groups", get(views::groups))
         .route("/v1/groups/{id}", get(views::group))
         .route("/v1/events", get(events::events))
         .route("/v1/faults", get(faults::list).post(faults::add).delete(faults::clear_all))
         .route("/v1/faults/{id}", axum::routing::delete(faults::clear_one))
+        .merge(console::routes())
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such path".into()) })
         .with_state(ctx)
 }

@@ -2,9 +2,10 @@
 //! them, with Kafka's field names in snake_case. Offsets and lag come from the partitions
 //! this node hosts: a leader shows its followers' progress, a coordinator its groups.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -12,6 +13,8 @@ use serde_json::{json, Value};
 
 use super::{error, Ctx};
 use crate::broker::Broker;
+use crate::controller::rpc::{Request, Response as ControllerAnswer};
+use crate::metadata::health::{Health, PartitionHealth};
 use crate::metadata::image::{BrokerInfo, Image, TopicImage};
 
 pub(super) async fn cluster(State(ctx): State<Ctx>) -> Json<Value> {
@@ -31,6 +34,18 @@ pub(super) async fn cluster(State(ctx): State<Ctx>) -> Json<Value> {
         // A broker that does not vote knows the voters, not the Raft state.
         None => json!({ "leader_id": b.cluster.active_controller(), "leader_epoch": null, "voters": voters }),
     };
+    let mut quorum = quorum;
+    // The voters' progress is the active controller's to tell; a slow or absent answer
+    // leaves it out rather than stalling the page.
+    let ask = b.cluster.call(Request::DescribeQuorum, Duration::from_secs(2));
+    if let Ok(Ok(ControllerAnswer::Quorum(q))) = tokio::time::timeout(Duration::from_secs(3), ask).await {
+        quorum["high_watermark"] = json!(q.high_watermark);
+        quorum["voter_states"] = q
+            .voters
+            .iter()
+            .map(|(id, leo)| json!({ "node_id": id, "log_end_offset": leo, "lag": q.high_watermark.saturating_sub(*leo) }))
+            .collect();
+    }
     Json(json!({
         "cluster_id": img.cluster_id,
         "node_id": b.identity.node_id,
@@ -62,59 +77,125 @@ pub(super) async fn brokers(State(ctx): State<Ctx>) -> Json<Value> {
     Json(Value::Array(img.brokers.values().map(broker_view).collect()))
 }
 
-fn topic_view(b: &Broker, img: &Image, t: &TopicImage) -> Value {
-    let partitions: Vec<Value> = t
-        .partitions
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let offline: Vec<i32> = p.replicas.iter().copied().filter(|r| !img.is_live(*r)).collect();
-            let mut v = json!({
-                "partition": i,
-                "leader": p.leader,
-                "leader_epoch": p.leader_epoch,
-                "replicas": p.replicas,
-                "isr": p.isr,
-                "offline_replicas": offline,
-            });
-            if !p.adding.is_empty() || !p.removing.is_empty() {
-                v["adding_replicas"] = json!(p.adding);
-                v["removing_replicas"] = json!(p.removing);
-            }
-            if let Some(lp) = b.replicas.partition(&t.name, i as i32).and_then(|local| local.leader_progress()) {
-                v["high_watermark"] = json!(lp.high_watermark);
-                v["log_end_offset"] = json!(lp.log_end_offset);
-                v["followers"] = lp
-                    .followers
-                    .iter()
-                    .map(|(id, leo)| {
-                        let known = (*leo >= 0).then_some(*leo);
-                        json!({ "broker_id": id, "log_end_offset": known, "lag": lp.log_end_offset - known.unwrap_or(0) })
-                    })
-                    .collect();
-            }
-            v
-        })
-        .collect();
-    json!({
+/// Which of a topic's partitions a view shows: `?offset=N&limit=M` pages them (the console
+/// shows a topic of 10 000 partitions a page at a time); `?summary=true` shows none, only
+/// their counts.
+#[derive(Clone, Copy)]
+struct Window {
+    offset: usize,
+    limit: usize,
+    summary: bool,
+}
+
+impl Window {
+    fn parse(q: &HashMap<String, String>) -> Result<Window, String> {
+        let number = |key: &str, default: usize| {
+            q.get(key)
+                .map_or(Ok(default), |v| v.trim().parse::<usize>().map_err(|_| format!("{key} must be an unsigned integer, not '{v}'")))
+        };
+        let summary = q.get("summary").is_some_and(|v| !matches!(v.as_str(), "false" | "0" | "no"));
+        Ok(Window { offset: number("offset", 0)?, limit: number("limit", usize::MAX)?, summary })
+    }
+}
+
+/// The topic's `min.insync.replicas`, as DescribeConfigs resolves it.
+fn min_isr(b: &Broker, topic: &str) -> Option<usize> {
+    let keys = ["min.insync.replicas".to_string()];
+    let entries = b.describe_topic_configs(topic, Some(&keys)).ok()?;
+    entries.first()?.value.as_deref()?.parse().ok()
+}
+
+fn health_of<'a>(t: &'a TopicImage, i: usize, min_isr: Option<usize>) -> PartitionHealth<'a> {
+    let p = &t.partitions[i];
+    PartitionHealth { topic: &t.name, partition: i as i32, leader: p.leader, replicas: &p.replicas, isr: &p.isr, min_isr }
+}
+
+fn partition_view(b: &Broker, img: &Image, t: &TopicImage, i: usize, min_isr: Option<usize>) -> Value {
+    let p = &t.partitions[i];
+    let health = health_of(t, i, min_isr);
+    let offline: Vec<i32> = p.replicas.iter().copied().filter(|r| !img.is_live(*r)).collect();
+    let mut v = json!({
+        "partition": i,
+        "leader": p.leader,
+        "leader_epoch": p.leader_epoch,
+        "replicas": p.replicas,
+        "isr": p.isr,
+        "offline_replicas": offline,
+        "offline": p.leader < 0,
+        "under_replicated": health.under_replicated(),
+        "under_min_isr": health.under_min_isr(),
+    });
+    if !p.adding.is_empty() || !p.removing.is_empty() {
+        v["adding_replicas"] = json!(p.adding);
+        v["removing_replicas"] = json!(p.removing);
+    }
+    if let Some(lp) = b.replicas.partition(&t.name, i as i32).and_then(|local| local.leader_progress()) {
+        v["high_watermark"] = json!(lp.high_watermark);
+        v["log_end_offset"] = json!(lp.log_end_offset);
+        v["followers"] = lp
+            .followers
+            .iter()
+            .map(|(id, leo)| {
+                let known = (*leo >= 0).then_some(*leo);
+                json!({ "broker_id": id, "log_end_offset": known, "lag": lp.log_end_offset - known.unwrap_or(0) })
+            })
+            .collect();
+    }
+    v
+}
+
+fn topic_view(b: &Broker, img: &Image, t: &TopicImage, w: Window) -> Value {
+    let min_isr = min_isr(b, &t.name);
+    let mut v = json!({
         "topic": t.name,
         "topic_id": t.id,
         "internal": t.name.starts_with("__"),
-        "partitions": partitions,
-    })
+        "partition_count": t.partitions.len(),
+        "replication_factor": t.partitions.first().map_or(0, |p| p.replicas.len()),
+        "min_insync_replicas": min_isr,
+    });
+    if w.summary {
+        let all: Vec<PartitionHealth> = (0..t.partitions.len()).map(|i| health_of(t, i, min_isr)).collect();
+        v["offline_count"] = json!(all.iter().filter(|p| p.leader < 0).count());
+        v["under_replicated_count"] = json!(all.iter().filter(|p| p.under_replicated()).count());
+        v["under_min_isr_count"] = json!(all.iter().filter(|p| p.under_min_isr()).count());
+    } else {
+        let end = w.offset.saturating_add(w.limit).min(t.partitions.len());
+        let shown = (w.offset.min(end)..end).map(|i| partition_view(b, img, t, i, min_isr)).collect();
+        v["partitions"] = Value::Array(shown);
+    }
+    v
 }
 
-pub(super) async fn topics(State(ctx): State<Ctx>) -> Json<Value> {
+pub(super) async fn topics(State(ctx): State<Ctx>, Query(q): Query<HashMap<String, String>>) -> Response {
+    let w = match Window::parse(&q) {
+        Ok(w) => w,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e),
+    };
     let img = ctx.broker.cluster.image();
-    Json(Value::Array(img.topics.values().map(|t| topic_view(&ctx.broker, &img, t)).collect()))
+    Json(Value::Array(img.topics.values().map(|t| topic_view(&ctx.broker, &img, t, w)).collect())).into_response()
 }
 
-pub(super) async fn topic(State(ctx): State<Ctx>, Path(name): Path<String>) -> Response {
+pub(super) async fn topic(State(ctx): State<Ctx>, Path(name): Path<String>, Query(q): Query<HashMap<String, String>>) -> Response {
+    let w = match Window::parse(&q) {
+        Ok(w) => w,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e),
+    };
     let img = ctx.broker.cluster.image();
     match img.topics.get(&name) {
-        Some(t) => Json(topic_view(&ctx.broker, &img, t)).into_response(),
+        Some(t) => Json(topic_view(&ctx.broker, &img, t, w)).into_response(),
         None => error(StatusCode::NOT_FOUND, format!("unknown topic '{name}'")),
     }
+}
+
+/// `GET /v1/health`: `sluice cluster health`'s answer from this node's image.
+pub(super) async fn health(State(ctx): State<Ctx>) -> Json<Value> {
+    let b = &ctx.broker;
+    let img = b.cluster.image();
+    let live: BTreeSet<i32> = img.live_brokers().iter().map(|x| x.id).collect();
+    let min_isrs: BTreeMap<&str, Option<usize>> = img.topics.keys().map(|n| (n.as_str(), min_isr(b, n))).collect();
+    let partitions = img.topics.values().flat_map(|t| (0..t.partitions.len()).map(|i| health_of(t, i, min_isrs[t.name.as_str()])));
+    Json(Health::check(b.cluster.active_controller().unwrap_or(-1), &live, partitions).to_json())
 }
 
 pub(super) async fn groups(State(ctx): State<Ctx>) -> Json<Value> {

@@ -1,0 +1,313 @@
+// The web console against a real 3-node dev-cluster: plain HTTP checks of what `/` serves,
+// then Debian's chromium (driven by playwright-core) reading the pages while a node is
+// killed. Prints "console: N passed, M failed"; exits 1 on any failure.
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { chromium } from "playwright-core";
+
+const BIN = process.env.SLUICE_BIN || new URL("../../target/release/sluice", import.meta.url).pathname;
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+const ARTIFACTS = process.env.CONSOLE_ARTIFACTS || new URL("../../target/test-logs/console", import.meta.url).pathname;
+const TOPIC = "console-orders";
+const OTHER = "console-audit";
+const WIDE = "console-wide";
+const GROUP = "console-group";
+let passed = 0, failed = 0;
+
+async function check(name, fn) {
+  try {
+    await fn();
+    passed++;
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL ${name}: ${e && e.message ? e.message : e}`);
+  }
+}
+
+function assert(cond, msg) {
+  if (!cond) throw new Error(msg);
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `fn` until it returns a truthy value; throws its last error (or `what`) after `ms`. */
+async function eventually(what, fn, ms = 20000) {
+  const end = Date.now() + ms;
+  let last = null;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    await sleep(250);
+  }
+  throw new Error(`${what} not seen within ${ms} ms${last ? ` (last error: ${last.message})` : ""}`);
+}
+
+function portFree(port) {
+  return new Promise((resolve) => {
+    const s = createServer().once("error", () => resolve(false)).once("listening", () => s.close(() => resolve(true)));
+    s.listen(port, "127.0.0.1");
+  });
+}
+
+// A base port whose client, controller and HTTP ports (base.., base+100.., base+200..) are all free.
+async function freeBase() {
+  for (let i = 0; i < 50; i++) {
+    const base = 21000 + Math.floor(Math.random() * 8000);
+    const ports = [0, 1, 2].flatMap((n) => [base + n, base + 100 + n, base + 200 + n]);
+    if ((await Promise.all(ports.map(portFree))).every(Boolean)) return base;
+  }
+  throw new Error("no free base port");
+}
+
+/** Starts `sluice dev-cluster`; resolves with its process and each node's pid and addresses. */
+async function startCluster(dir) {
+  const base = await freeBase();
+  const proc = spawn(BIN, ["dev-cluster", "--brokers", "3", "--base-port", String(base), "--data-dir", join(dir, "cluster"),
+    "--set", "broker.session.timeout.ms=4000", "--set", "broker.heartbeat.interval.ms=500",
+    "--set", "replica.lag.time.max.ms=4000"], { stdio: ["ignore", "pipe", "inherit"] });
+  const nodes = {};
+  const lines = createInterface({ input: proc.stdout });
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("dev-cluster printed no node lines in 60 s")), 60000);
+    proc.once("exit", (c) => reject(new Error(`dev-cluster exited with ${c}`)));
+    lines.on("line", (l) => {
+      const m = /^node (\d+) pid (\d+) listening (\S+) http (\S+)/.exec(l);
+      if (m) nodes[m[1]] = { id: Number(m[1]), pid: Number(m[2]), kafka: m[3], http: m[4] };
+      if (Object.keys(nodes).length === 3) { clearTimeout(timer); resolve(); }
+    });
+  });
+  return { proc, nodes, bootstrap: Object.values(nodes).map((n) => n.kafka).join(",") };
+}
+
+async function stopCluster(c) {
+  if (!c || c.proc.exitCode !== null) return;
+  const gone = new Promise((r) => c.proc.once("exit", r));
+  c.proc.kill("SIGTERM");
+  const t = setTimeout(() => c.proc.kill("SIGKILL"), 20000);
+  await gone;
+  clearTimeout(t);
+}
+
+function sluice(c, ...args) {
+  return execFileSync(BIN, [...args, "-b", c.bootstrap], { encoding: "utf8", timeout: 60000 });
+}
+
+// --- plain HTTP: what `/` serves, with which content type -------------------------------
+async function httpChecks(base) {
+  const types = { html: "text/html", js: "text/javascript", css: "text/css" };
+  let index = "";
+  await check("GET / serves the page as text/html", async () => {
+    const r = await fetch(base + "/");
+    assert(r.status === 200, `status ${r.status}`);
+    assert((r.headers.get("content-type") || "").startsWith(types.html), `content-type ${r.headers.get("content-type")}`);
+    index = await r.text();
+    assert(index.includes("/console/app.js"), "index.html does not load app.js");
+  });
+  await check("every asset the page loads is served with its content type", async () => {
+    // The page's own links, then each module's imports, followed to the end.
+    const todo = [...index.matchAll(/(?:href|src)="(\/console\/[^"]+)"/g)].map((m) => m[1]);
+    const seen = new Set();
+    while (todo.length) {
+      const path = todo.pop();
+      if (seen.has(path)) continue;
+      seen.add(path);
+      const r = await fetch(base + path);
+      assert(r.status === 200, `${path}: status ${r.status}`);
+      const want = types[path.split(".").pop()];
+      assert((r.headers.get("content-type") || "").startsWith(want), `${path}: content-type ${r.headers.get("content-type")}, want ${want}`);
+      const text = await r.text();
+      for (const m of text.matchAll(/from "\.\/([^"]+)"/g)) todo.push(`/console/${m[1]}`);
+    }
+    assert(seen.size >= 7, `only ${seen.size} assets reached: ${[...seen]}`);
+  });
+  for (const path of [`/v1/topics/${TOPIC}?offset=x`, "/v1/topics?limit=-1"]) {
+    await check(`GET ${path} is a JSON 400 naming the parameter`, async () => {
+      const r = await fetch(base + path);
+      assert(r.status === 400, `status ${r.status}`);
+      const body = await r.json();
+      assert(/offset|limit/.test(body.error), `body ${JSON.stringify(body)}`);
+    });
+  }
+  for (const path of ["/console/nope.js", "/nope", "/v1/nope", "/console/../Cargo.toml"]) {
+    await check(`GET ${path} is a JSON 404`, async () => {
+      const r = await fetch(base + path);
+      assert(r.status === 404, `status ${r.status}`);
+      assert((r.headers.get("content-type") || "").startsWith("application/json"), `content-type ${r.headers.get("content-type")}`);
+      const body = await r.json();
+      assert(typeof body.error === "string", `body ${JSON.stringify(body)}`);
+    });
+  }
+}
+
+// --- the browser -------------------------------------------------------------------------
+async function browserChecks(c, base) {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  const pageErrors = [];
+  page.on("pageerror", (e) => pageErrors.push(e.message));
+  const shot = (name, fullPage = true) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage }).catch(() => {});
+  try {
+    await page.goto(base + "/");
+    await check("the landing page lists the three brokers with their addresses", async () => {
+      await eventually("3 broker rows", async () => (await page.locator("#brokers tbody tr").count()) === 3);
+      for (const n of Object.values(c.nodes)) {
+        const row = page.locator(`#brokers tr[data-broker="${n.id}"]`);
+        const text = await row.innerText();
+        assert(text.includes(n.kafka), `broker ${n.id}'s row "${text}" lacks ${n.kafka}`);
+        assert((await row.getAttribute("data-live")) === "true", `broker ${n.id} not shown alive`);
+      }
+    });
+    await check("the landing page names the active controller", async () => {
+      const id = (await (await fetch(base + "/v1/cluster")).json()).controller_id;
+      await eventually("the controller tag", async () =>
+        (await page.locator(`#brokers tr[data-broker="${id}"] .tag`).innerText()).includes("active controller"));
+    });
+    await check("the landing page lists the topic", async () => {
+      await eventually(`a row for ${TOPIC}`, async () => (await page.locator(`#landing-topics tr[data-topic="${TOPIC}"]`).count()) === 1);
+    });
+    await check("the health banner says healthy", async () => {
+      await eventually("a healthy banner", async () => (await page.locator("#health").getAttribute("data-healthy")) === "true");
+    });
+    await shot("cluster");
+
+    await page.goto(`${base}/#/topic/${TOPIC}`);
+    let grid = [];
+    await check("the partition grid shows the leader and a full ISR for each partition", async () => {
+      grid = await eventually("6 partitions, each with one leader and 3 in-ISR replicas", async () => {
+        const rows = await page.locator("#grid tbody tr").evaluateAll((trs) => trs.map((tr) => ({
+          partition: Number(tr.dataset.partition), leader: Number(tr.dataset.leader),
+          leaders: [...tr.querySelectorAll('td[data-role="leader"]')].map((td) => Number(td.dataset.broker)),
+          inIsr: [...tr.querySelectorAll('td[data-isr="true"]')].map((td) => Number(td.dataset.broker)),
+        })));
+        const good = rows.length === 6 && rows.every((r) => r.leaders.length === 1 && r.leaders[0] === r.leader && r.inIsr.length === 3);
+        return good && rows;
+      });
+    });
+    await check("the grid shows HW and LEO for the partitions this node leads", async () => {
+      const led = grid.filter((r) => r.leader === 1).map((r) => r.partition);
+      assert(led.length > 0, "node 1 leads no partition");
+      for (const p of led) {
+        const cells = await page.locator(`#grid tr[data-partition="${p}"] td`).allInnerTexts();
+        assert(/^\d+$/.test(cells[3]) && /^\d+$/.test(cells[4]), `partition ${p}: HW "${cells[3]}", LEO "${cells[4]}"`);
+      }
+    });
+    await shot("partition-grid");
+
+    await page.goto(`${base}/#/topic/${WIDE}`);
+    await check("the grid pages a topic of 250 partitions 100 at a time", async () => {
+      const shown = () => page.locator("#grid tbody tr").evaluateAll((trs) => trs.map((tr) => Number(tr.dataset.partition)));
+      const range = (a, b) => JSON.stringify(Array.from({ length: b - a }, (_, i) => a + i));
+      await eventually("partitions 0-99", async () => JSON.stringify(await shown()) === range(0, 100));
+      assert((await page.locator(".pager").innerText()).includes("page 1 of 3"), "no 'page 1 of 3'");
+      await page.click(".pager button:last-child");
+      await eventually("partitions 100-199", async () => JSON.stringify(await shown()) === range(100, 200));
+      await page.click(".pager button:last-child");
+      await eventually("partitions 200-249", async () => JSON.stringify(await shown()) === range(200, 250));
+      assert(await page.locator(".pager button:last-child").isDisabled(), "next is enabled on the last page");
+    });
+    await check("a group's lag is shown per partition and falls to 0 when its consumer catches up", async () => {
+      const consume = (n) => sluice(c, "consume", TOPIC, "-g", GROUP, "--from-beginning", "-n", String(n), "-f", "%o\\n");
+      consume(3);
+      // The console shows the groups of the node it is served by: open the coordinator's.
+      const coordinator = await eventually("the group's coordinator", async () => {
+        for (const n of Object.values(c.nodes)) {
+          const r = await fetch(`http://${n.http}/v1/groups/${GROUP}`);
+          if (r.ok) return n;
+        }
+      });
+      await page.goto(`http://${coordinator.http}/#/group/${GROUP}`);
+      const lags = () => page.locator("#lag tbody tr").evaluateAll((trs) => trs.map((tr) => tr.innerText.split("\t").map((s) => s.trim())));
+      await eventually("lag 3 on partition 0", async () => (await lags()).some((r) => r[1] === "0" && r[4] === "3"));
+      consume(3);
+      await eventually("lag 0 on every partition", async () => { const l = await lags(); return l.length > 0 && l.every((r) => r[4] === "0"); });
+    });
+    await shot("group");
+    await page.goto(`${base}/#/topic/${TOPIC}`);
+
+    // Kill a node that leads something, not node 1 (whose listener serves this page).
+    const victim = grid.map((r) => r.leader).find((l) => l !== 1) ?? 2;
+    const led = grid.filter((r) => r.leader === victim).map((r) => r.partition);
+    process.kill(c.nodes[victim].pid, "SIGKILL");
+    const killedAt = Date.now();
+    await check(`after kill -9 of node ${victim} the grid moves its partitions' leaders and shrinks their ISRs`, async () => {
+      await eventually("no partition led by or in sync on the killed node", async () => {
+        const rows = await page.locator("#grid tbody tr").evaluateAll((trs) => trs.map((tr) => ({
+          leader: Number(tr.dataset.leader), isr: tr.dataset.isr.split(",").map(Number), state: tr.className })));
+        return rows.length === 6 && rows.every((r) => r.leader !== victim && r.leader >= 0 && !r.isr.includes(victim) && r.state === "under-replicated");
+      });
+      console.log(`     (grid updated ${Date.now() - killedAt} ms after the kill)`);
+    });
+    await eventually("an unhealthy banner", async () => (await page.locator("#health").getAttribute("data-healthy")) === "false").catch(() => {});
+    await shot("partition-grid-after-kill");
+    await page.goto(`${base}/#/cluster`);
+    await check(`the cluster page shows node ${victim} not alive and the health banner names it`, async () => {
+      await eventually("the broker shown not alive", async () =>
+        (await page.locator(`#brokers tr[data-broker="${victim}"]`).getAttribute("data-live")) === "false");
+      await eventually("an unhealthy banner", async () => (await page.locator("#health").innerText()).includes("nodes_down"));
+    });
+    await shot("cluster-after-kill");
+    await page.goto(`${base}/#/timeline`);
+    await check("the timeline shows the fencing, the elections away from the killed node, and the ISR shrinks", async () => {
+      await eventually("broker_fenced, leader_changed and isr_shrunk rows", async () => {
+        const rows = await page.locator("#events tbody tr").evaluateAll((trs) => trs.map((tr) => ({ type: tr.dataset.type, text: tr.innerText })));
+        const fenced = rows.some((r) => r.type === "broker_fenced" && r.text.includes(`broker ${victim} fenced`));
+        const moved = led.every((p) => rows.some((r) => r.type === "leader_changed" && r.text.includes(`${TOPIC}/${p}: leader ${victim} →`)));
+        const shrunk = rows.some((r) => r.type === "isr_shrunk" && r.text.includes(TOPIC));
+        return fenced && moved && shrunk;
+      });
+      const counted = await page.locator("#axis .mark.election").evaluateAll((ms) => ms.reduce((s, m) => s + Number(m.dataset.count), 0));
+      assert(counted >= led.length, `${counted} elections counted on the axis, want at least ${led.length}`);
+    });
+    // The list below the axis grows with every event: the first screen is the picture.
+    await shot("timeline", false);
+
+    await page.goto(`${base}/#/topics`);
+    await check("the topic filter keeps only the matching topics", async () => {
+      const names = () => page.locator("#topics tbody tr").evaluateAll((trs) => trs.map((tr) => tr.dataset.topic));
+      const all = [OTHER, TOPIC, WIDE];
+      await eventually("the three topics listed", async () => JSON.stringify(await names()) === JSON.stringify(all));
+      await page.fill("#topic-filter", "orders");
+      await eventually("only the orders topic", async () => JSON.stringify(await names()) === JSON.stringify([TOPIC]));
+      await page.fill("#topic-filter", "no-such-topic");
+      await eventually("no topic", async () => (await names()).length === 0);
+      await page.fill("#topic-filter", "");
+      await eventually("all three again", async () => JSON.stringify(await names()) === JSON.stringify(all));
+    });
+    await shot("topics");
+    await check("the pages raised no script error", async () => assert(pageErrors.length === 0, pageErrors.join("; ")));
+  } finally {
+    await browser.close();
+  }
+}
+
+const dir = mkdtempSync(join(tmpdir(), "sluice-console-"));
+mkdirSync(ARTIFACTS, { recursive: true });
+let cluster = null;
+try {
+  cluster = await startCluster(dir);
+  const base = `http://${cluster.nodes[1].http}`;
+  await eventually("the cluster answering", async () => sluice(cluster, "topic", "list") !== null, 60000);
+  sluice(cluster, "topic", "create", TOPIC, "-p", "6", "-r", "3", "-c", "min.insync.replicas=2");
+  sluice(cluster, "topic", "create", OTHER, "-p", "1", "-r", "3");
+  sluice(cluster, "topic", "create", WIDE, "-p", "250", "-r", "1");
+  execFileSync(BIN, ["produce", TOPIC, "-b", cluster.bootstrap, "--acks", "all"], { input: "a\nb\nc\nd\ne\nf\n", timeout: 60000, stdio: "pipe" });
+  await httpChecks(base);
+  await browserChecks(cluster, base);
+} catch (e) {
+  failed++;
+  console.log(`FAIL setup: ${e && e.stack ? e.stack : e}`);
+} finally {
+  await stopCluster(cluster);
+  rmSync(dir, { recursive: true, force: true });
+}
+console.log(`console: ${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
