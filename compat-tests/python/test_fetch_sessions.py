@@ -14,7 +14,7 @@ from confluent_kafka import TopicCollection
 import kproto as kp
 import metrics_page as mp
 from cluster import wait_until
-from helpers import admin, create_topic
+from helpers import admin, create_topic, read_all
 
 FETCH_SESSION_ID_NOT_FOUND = 70
 INVALID_FETCH_SESSION_EPOCH = 71
@@ -171,3 +171,17 @@ def test_a_flood_of_sessions_stays_within_the_slots(node):
     f = mp.scrape(node.metrics_url)
     assert mp.value(f, "sluice_incremental_fetch_sessions") == SLOTS
     assert mp.value(f, "sluice_incremental_fetch_session_partitions") == SLOTS
+
+
+def test_librdkafka_stays_sessionless_and_reads_everything(node):
+    """librdkafka never asks for a session (id 0, epoch -1 on every fetch): it must get
+    full answers, and no session may be opened for it."""
+    create_topic(node.bootstrap, "rdk", partitions=3)
+    with kp.Conn(node.port) as c:
+        for p in range(3):
+            produce(c, "rdk", p, 5)
+    out = read_all(node.bootstrap, "rdk", 3, expected=15)
+    assert {p: [m.offset() for m in ms] for p, ms in out.items()} == {p: list(range(5)) for p in range(3)}
+    f = mp.scrape(node.metrics_url)
+    assert mp.value(f, "sluice_incremental_fetch_sessions") == 0
+    assert mp.value(f, "sluice_incremental_fetch_requests_total") == 0
