@@ -51,6 +51,10 @@ pub enum Error {
     UnknownLeaderEpoch(i32),
     #[error("fetch session {0} not found")]
     FetchSessionIdNotFound(i32),
+    #[error("fetch session epoch {got} is not the expected {expected}")]
+    InvalidFetchSessionEpoch { got: i32, expected: i32 },
+    #[error("fetch session {0} was opened with the other kind of topic reference (ids on v13+, names before)")]
+    FetchSessionTopicIdError(i32),
     #[error("unsupported endpoint type {0}")]
     UnsupportedEndpointType(i8),
     #[error("endpoint type {0} is not served on this listener")]
@@ -232,6 +236,8 @@ impl Error {
             FencedLeaderEpoch(_) => ResponseError::FencedLeaderEpoch,
             UnknownLeaderEpoch(_) => ResponseError::UnknownLeaderEpoch,
             FetchSessionIdNotFound(_) => ResponseError::FetchSessionIdNotFound,
+            InvalidFetchSessionEpoch { .. } => ResponseError::InvalidFetchSessionEpoch,
+            FetchSessionTopicIdError(_) => ResponseError::FetchSessionTopicIdError,
             UnsupportedEndpointType(_) => ResponseError::UnsupportedEndpointType,
             MismatchedEndpointType(_) => ResponseError::MismatchedEndpointType,
             IllegalGeneration(_) => ResponseError::IllegalGeneration,

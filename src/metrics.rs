@@ -153,6 +153,7 @@ fn views(broker: &Broker) -> Registry {
          (kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica)",
         max_lag,
     );
+    fetch_sessions(&mut r, broker);
     let lag: Family<GroupLabel, Gauge> = Family::default();
     for (group, value) in group_lags(broker) {
         lag.get_or_create(&GroupLabel { group }).set(value);
@@ -164,6 +165,33 @@ fn views(broker: &Broker) -> Registry {
         lag,
     );
     r
+}
+
+/// The incremental fetch session cache (kafka.server:type=FetchSessionCache).
+fn fetch_sessions(r: &mut Registry, broker: &Broker) {
+    let (sessions, partitions, evictions, incremental) = {
+        let c = broker.fetch_sessions.lock();
+        (c.len(), c.partitions(), c.evictions(), c.incremental_fetches())
+    };
+    gauge(r, "sluice_incremental_fetch_sessions", "Incremental fetch sessions open here (NumIncrementalFetchSessions)", sessions as i64);
+    gauge(
+        r,
+        "sluice_incremental_fetch_session_partitions",
+        "Partitions over all open fetch sessions (NumIncrementalFetchPartitionsCached)",
+        partitions as i64,
+    );
+    let counter = |r: &mut Registry, name: &str, help: &str, value: u64| {
+        let c: Counter = Counter::default();
+        c.inc_by(value);
+        r.register(name, help, c);
+    };
+    counter(
+        r,
+        "sluice_incremental_fetch_session_evictions",
+        "Fetch sessions evicted to make room for new ones (IncrementalFetchSessionEvictionsPerSec)",
+        evictions,
+    );
+    counter(r, "sluice_incremental_fetch_requests", "Fetches served as incremental fetches of a session", incremental);
 }
 
 /// Each group this node coordinates, with its lag on the partitions whose high watermark

@@ -41,6 +41,10 @@ EXPECTED = [
     ("sluice_registered_brokers", "gauge"),
     ("sluice_partitions", "gauge"),
     ("sluice_metadata_offset", "gauge"),
+    ("sluice_incremental_fetch_sessions", "gauge"),
+    ("sluice_incremental_fetch_session_partitions", "gauge"),
+    ("sluice_incremental_fetch_session_evictions", "counter"),
+    ("sluice_incremental_fetch_requests", "counter"),
 ]
 
 KINDS = ["clean", "unclean", "preferred", "reassignment", "controlled_shutdown"]

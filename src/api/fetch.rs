@@ -1,6 +1,7 @@
 //! Fetch for consumers, with long poll: a request that finds too little data waits
-//! until an append wakes it or `max_wait_ms` runs out. No fetch sessions are kept
-//! (session id 0), so every request is a full fetch; clients handle that.
+//! until an append wakes it or `max_wait_ms` runs out. From v7 a client may open an
+//! incremental fetch session (KIP-227, kept in [`crate::partition::fetch_session`]):
+//! its later fetches name only what changed, and the answer only partitions with news.
 //!
 //! Records are never copied into the response: each partition's data is a range of
 //! a segment file that the connection hands to the socket with `sendfile`. The
@@ -18,6 +19,7 @@ use super::{Chunk, Ctx};
 use crate::auth::Operation;
 use crate::error::Error;
 use crate::log::FileSlice;
+use crate::partition::fetch_session::{self as session, Answered, FetchParams, PartitionKey, Plan};
 
 const READ_COMMITTED: i8 = 1;
 
@@ -35,6 +37,25 @@ struct PartResult {
     diverging: Option<(i32, i64)>,
     /// The follower a consumer should fetch from instead (KIP-392), or -1.
     preferred_read_replica: i32,
+}
+
+/// One topic's partitions to read, from the request or from its fetch session.
+struct TopicTarget {
+    name: TopicName,
+    id: uuid::Uuid,
+    parts: Vec<(i32, FetchParams)>,
+}
+
+impl TopicTarget {
+    fn key(&self, partition: i32) -> PartitionKey {
+        PartitionKey { topic_id: self.id, topic: self.name.0.clone(), partition }
+    }
+}
+
+/// What a fetch answers: the session it belongs to (0 for none) and the partitions.
+struct Answer {
+    session_id: i32,
+    topics: Vec<TopicResult>,
 }
 
 struct TopicResult {
@@ -57,7 +78,7 @@ fn replica_of(version: i16, req: &FetchRequest) -> i32 {
 
 /// One pass over the requested partitions. Returns the results and the bytes found.
 /// With `waiter`, each partition read is told to wake it when it changes.
-fn read_all(ctx: &Ctx<'_>, req: &FetchRequest, waiter: Option<&Arc<Notify>>) -> (Vec<TopicResult>, usize, bool) {
+fn read_all(ctx: &Ctx<'_>, req: &FetchRequest, targets: &[TopicTarget], waiter: Option<&Arc<Notify>>) -> (Vec<TopicResult>, usize, bool) {
     let broker = ctx.broker;
     let replica = replica_of(ctx.version, req);
     let now = crate::clock::now_ms();
@@ -71,13 +92,13 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest, waiter: Option<&Arc<Notify>>) -> 
     let mut min_one = true;
     let mut total = 0usize;
     let mut any_error = false;
-    let mut topics = Vec::with_capacity(req.topics.len());
+    let mut topics = Vec::with_capacity(targets.len());
     let follower_allowed = replica < 0 || ctx.cluster_allowed(Operation::ClusterAction);
-    for ft in &req.topics {
+    for ft in targets {
         let topic = if ctx.version >= 13 {
-            broker.topic_by_id(ft.topic_id).ok_or(Error::UnknownTopicId)
+            broker.topic_by_id(ft.id).ok_or(Error::UnknownTopicId)
         } else {
-            broker.topic(&ft.topic.0).ok_or(Error::UnknownTopicOrPartition)
+            broker.topic(&ft.name.0).ok_or(Error::UnknownTopicOrPartition)
         };
         // Kafka: a follower needs CLUSTER_ACTION on the cluster, a consumer READ on the
         // topic; either way a refusal is TOPIC_AUTHORIZATION_FAILED per partition.
@@ -86,18 +107,18 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest, waiter: Option<&Arc<Notify>>) -> 
             Ok(t) if replica < 0 && !ctx.topic_allowed(Operation::Read, &t.record.name) => {
                 Err(Error::TopicAuthorizationFailed(t.record.name.clone()))
             }
-            Err(_) if !follower_allowed || (ctx.version < 13 && !ctx.topic_allowed(Operation::Read, &ft.topic.0)) => {
-                Err(Error::TopicAuthorizationFailed(ft.topic.0.to_string()))
+            Err(_) if !follower_allowed || (ctx.version < 13 && !ctx.topic_allowed(Operation::Read, &ft.name.0)) => {
+                Err(Error::TopicAuthorizationFailed(ft.name.0.to_string()))
             }
             other => other,
         };
-        let mut parts = Vec::with_capacity(ft.partitions.len());
+        let mut parts = Vec::with_capacity(ft.parts.len());
         let mut bytes_out = None;
-        for fp in &ft.partitions {
+        for &(partition, fp) in &ft.parts {
             let mut diverging = None;
             let mut preferred = -1;
             let result = topic.as_ref().map_err(Clone::clone).and_then(|t| {
-                let p = t.get(fp.partition)?;
+                let p = t.get(partition)?;
                 if replica < 0 && bytes_out.is_none() {
                     bytes_out = Some(p.stats.bytes_out.clone());
                 }
@@ -124,7 +145,7 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest, waiter: Option<&Arc<Notify>>) -> 
                 // A consumer in another rack than the leader is sent to an in-sync follower
                 // in its own rack, which then serves it (any v11+ consumer may read there).
                 if let Some(rack) = client_rack.filter(|_| p.is_leader()) {
-                    if let Some(id) = preferred_read_replica(broker, t, fp.partition, rack) {
+                    if let Some(id) = preferred_read_replica(broker, t, partition, rack) {
                         preferred = id;
                         return p.fetch_slice_for_follower(fp.fetch_offset, 0, false, fp.current_leader_epoch);
                     }
@@ -139,7 +160,7 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest, waiter: Option<&Arc<Notify>>) -> 
                         total += s.len;
                     }
                     PartResult {
-                        index: fp.partition,
+                        index: partition,
                         error: 0,
                         high_watermark: d.high_watermark,
                         last_stable_offset: d.last_stable_offset,
@@ -153,7 +174,7 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest, waiter: Option<&Arc<Notify>>) -> 
                 Err(e) => {
                     any_error = true;
                     PartResult {
-                        index: fp.partition,
+                        index: partition,
                         error: e.code(),
                         high_watermark: -1,
                         last_stable_offset: -1,
@@ -166,7 +187,7 @@ fn read_all(ctx: &Ctx<'_>, req: &FetchRequest, waiter: Option<&Arc<Notify>>) -> 
                 }
             });
         }
-        topics.push(TopicResult { name: ft.topic.clone(), id: ft.topic_id, parts, bytes_out });
+        topics.push(TopicResult { name: ft.name.clone(), id: ft.id, parts, bytes_out });
     }
     (topics, total, any_error)
 }
@@ -183,21 +204,118 @@ fn preferred_read_replica(broker: &crate::broker::Broker, topic: &crate::broker:
     state.replicas.iter().copied().find(|id| *id != state.leader && state.isr.contains(id) && in_rack(id))
 }
 
-/// Runs the fetch, waiting as the request allows. Err is a top-level error code.
-async fn collect(ctx: &Ctx<'_>, req: &FetchRequest) -> Result<Vec<TopicResult>, i16> {
-    if ctx.version >= 7 && req.session_id != 0 {
-        return Err(Error::FetchSessionIdNotFound(req.session_id).code());
+/// The request's own partitions.
+fn request_targets(req: &FetchRequest) -> Vec<TopicTarget> {
+    req.topics
+        .iter()
+        .map(|ft| TopicTarget {
+            name: ft.topic.clone(),
+            id: ft.topic_id,
+            parts: ft.partitions.iter().map(|fp| (fp.partition, params(fp))).collect(),
+        })
+        .collect()
+}
+
+fn params(fp: &fetch_request::FetchPartition) -> FetchParams {
+    FetchParams {
+        fetch_offset: fp.fetch_offset,
+        partition_max_bytes: fp.partition_max_bytes,
+        current_leader_epoch: fp.current_leader_epoch,
+        last_fetched_epoch: fp.last_fetched_epoch,
     }
+}
+
+/// A session's partitions, each run of one topic as one target.
+fn session_targets(partitions: &[(PartitionKey, FetchParams)]) -> Vec<TopicTarget> {
+    let mut targets: Vec<TopicTarget> = Vec::new();
+    for (k, p) in partitions {
+        match targets.last_mut() {
+            Some(t) if t.id == k.topic_id && t.name.0 == k.topic => t.parts.push((k.partition, *p)),
+            _ => targets.push(TopicTarget { name: TopicName(k.topic.clone()), id: k.topic_id, parts: vec![(k.partition, *p)] }),
+        }
+    }
+    targets
+}
+
+/// How the request's session (if any) says to serve it. Before v7 there are no sessions.
+fn plan(ctx: &Ctx<'_>, req: &FetchRequest, now: i64) -> Result<Plan, Error> {
+    if ctx.version < 7 {
+        return Ok(Plan::Sessionless);
+    }
+    let full = req.session_epoch == session::INITIAL_EPOCH || req.session_epoch == session::FINAL_EPOCH;
+    let (requested, forgotten) = if full {
+        (Vec::new(), Vec::new())
+    } else {
+        let requested = request_targets(req).iter().flat_map(|t| t.parts.iter().map(|(i, p)| (t.key(*i), *p))).collect::<Vec<_>>();
+        let forgotten = req
+            .forgotten_topics_data
+            .iter()
+            .flat_map(|f| f.partitions.iter().map(|i| PartitionKey { topic_id: f.topic_id, topic: f.topic.0.clone(), partition: *i }))
+            .collect::<Vec<_>>();
+        (requested, forgotten)
+    };
+    ctx.broker.fetch_sessions.lock().begin(req.session_id, req.session_epoch, &requested, &forgotten, ctx.version >= 13, now)
+}
+
+fn answered(p: &PartResult) -> Answered {
+    Answered {
+        error: p.error,
+        high_watermark: p.high_watermark,
+        last_stable_offset: p.last_stable_offset,
+        log_start_offset: p.log_start_offset,
+        has_records: p.slice.as_ref().is_some_and(|s| s.len > 0),
+        redirects: p.diverging.is_some() || p.preferred_read_replica >= 0,
+    }
+}
+
+/// After the read: opens the session a full fetch asked for, or keeps only the changed
+/// partitions of an incremental one.
+fn settle(ctx: &Ctx<'_>, req: &FetchRequest, plan: Plan, targets: &[TopicTarget], topics: Vec<TopicResult>, now: i64) -> Answer {
+    match plan {
+        Plan::Sessionless => Answer { session_id: session::INVALID_SESSION_ID, topics },
+        Plan::Full => {
+            let keys: Vec<_> = targets.iter().flat_map(|t| t.parts.iter().map(|(i, p)| (t.key(*i), *p))).collect();
+            let answers = topics.iter().flat_map(|t| t.parts.iter().map(answered));
+            let entries = keys.iter().zip(answers).map(|((k, p), a)| (k, *p, a));
+            let privileged = replica_of(ctx.version, req) >= 0;
+            let session_id = ctx.broker.fetch_sessions.lock().open(privileged, ctx.version >= 13, entries, now);
+            Answer { session_id, topics }
+        }
+        Plan::Incremental { session_id, partitions } => {
+            let answers: Vec<_> =
+                partitions.iter().zip(topics.iter().flat_map(|t| t.parts.iter())).map(|((k, _), p)| (k, answered(p))).collect();
+            let keep = ctx.broker.fetch_sessions.lock().respond(session_id, &answers);
+            let mut keep = keep.into_iter();
+            let topics = topics
+                .into_iter()
+                .filter_map(|mut t| {
+                    t.parts.retain(|_| keep.next().unwrap_or(true));
+                    (!t.parts.is_empty()).then_some(t)
+                })
+                .collect();
+            Answer { session_id, topics }
+        }
+    }
+}
+
+/// Runs the fetch, waiting as the request allows. Err is a top-level error code.
+async fn collect(ctx: &Ctx<'_>, req: &FetchRequest) -> Result<Answer, i16> {
+    let now = crate::clock::now_ms();
+    let plan = plan(ctx, req, now).map_err(|e| e.code())?;
+    let targets = match &plan {
+        Plan::Incremental { partitions, .. } => session_targets(partitions),
+        Plan::Full | Plan::Sessionless => request_targets(req),
+    };
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(req.max_wait_ms.max(0) as u64);
     // Only a fetch that may wait registers with the partitions it reads.
     let waiter = (req.max_wait_ms > 0 && req.min_bytes > 0).then(|| Arc::new(Notify::new()));
     loop {
         // Registered before reading (inside the pass), so a change in between is kept.
-        let (topics, bytes, any_error) = read_all(ctx, req, waiter.as_ref());
-        if bytes >= req.min_bytes.max(0) as usize || any_error || tokio::time::Instant::now() >= deadline {
-            return Ok(topics);
-        }
-        let Some(w) = &waiter else { return Ok(topics) };
+        let (topics, bytes, any_error) = read_all(ctx, req, &targets, waiter.as_ref());
+        let done = bytes >= req.min_bytes.max(0) as usize || any_error || tokio::time::Instant::now() >= deadline;
+        let Some(w) = waiter.as_ref().filter(|_| !done) else {
+            return Ok(settle(ctx, req, plan, &targets, topics, crate::clock::now_ms()));
+        };
         tokio::select! {
             _ = w.notified() => {}
             _ = tokio::time::sleep_until(deadline) => {}
@@ -210,12 +328,13 @@ async fn collect(ctx: &Ctx<'_>, req: &FetchRequest) -> Result<Vec<TopicResult>, 
 pub async fn handle(ctx: &Ctx<'_>, req: FetchRequest) -> FetchResponse {
     match collect(ctx, &req).await {
         Err(code) => FetchResponse::default().with_error_code(code),
-        Ok(topics) => to_response(topics),
+        Ok(answer) => to_response(answer),
     }
 }
 
-fn to_response(topics: Vec<TopicResult>) -> FetchResponse {
-    let responses = topics
+fn to_response(answer: Answer) -> FetchResponse {
+    let responses = answer
+        .topics
         .into_iter()
         .map(|t| {
             let partitions = t
@@ -246,7 +365,7 @@ fn to_response(topics: Vec<TopicResult>) -> FetchResponse {
             FetchableTopicResponse::default().with_topic(t.name).with_topic_id(t.id).with_partitions(partitions)
         })
         .collect();
-    FetchResponse::default().with_responses(responses)
+    FetchResponse::default().with_session_id(answer.session_id).with_responses(responses)
 }
 
 /// Writes Kafka's primitive types, compact (flexible versions) or not.
@@ -304,20 +423,21 @@ impl Enc {
 }
 
 /// Encodes a whole response frame (length prefix and header included).
-fn encode_frame(version: i16, correlation_id: i32, result: Result<Vec<TopicResult>, i16>) -> Vec<Chunk> {
+fn encode_frame(version: i16, correlation_id: i32, result: Result<Answer, i16>) -> Vec<Chunk> {
     let flexible = version >= 12;
     let mut e = Enc { flexible, buf: BytesMut::with_capacity(256), chunks: Vec::new() };
     e.buf.put_i32(0); // length, patched below
     e.buf.put_i32(correlation_id);
     e.tags(); // response header v1 for flexible versions
     e.buf.put_i32(0); // throttle_time_ms
-    let (error, topics) = match result {
-        Ok(t) => (0, t),
-        Err(code) => (code, vec![]),
+    let (error, answer) = match result {
+        Ok(a) => (0, a),
+        Err(code) => (code, Answer { session_id: session::INVALID_SESSION_ID, topics: vec![] }),
     };
+    let topics = answer.topics;
     if version >= 7 {
         e.buf.put_i16(error);
-        e.buf.put_i32(0); // session id: no sessions
+        e.buf.put_i32(answer.session_id);
     }
     e.array_len(Some(topics.len()));
     for t in topics {
@@ -379,12 +499,12 @@ pub async fn handle_frame(ctx: &Ctx<'_>, req: FetchRequest, correlation_id: i32)
 }
 
 /// Counts what a fetch answers: its error codes, and the record bytes sent to a consumer.
-fn count(result: &Result<Vec<TopicResult>, i16>) {
+fn count(result: &Result<Answer, i16>) {
     let Some(s) = crate::stats::api(ApiKey::Fetch as i16) else { return };
     match result {
         Err(code) => s.error(*code),
-        Ok(topics) => {
-            for t in topics {
+        Ok(answer) => {
+            for t in &answer.topics {
                 let mut sent = 0;
                 for p in &t.parts {
                     s.error(p.error);
@@ -444,7 +564,9 @@ mod tests {
     fn hand_encoding_matches_the_crate_at_every_version() {
         let dir = tempfile::tempdir().unwrap();
         for v in 4..=18 {
-            let ours = flatten(encode_frame(v, 77, Ok(sample(dir.path()))));
+            // Before v7 there is no session id on the wire.
+            let session_id = if v >= 7 { 0x5e55 } else { 0 };
+            let ours = flatten(encode_frame(v, 77, Ok(Answer { session_id, topics: sample(dir.path()) })));
             let mut topics = sample(dir.path());
             if v >= 13 {
                 topics[0].name = Default::default();
@@ -455,7 +577,7 @@ mod tests {
                 // No preferred read replica field before v11: the crate refuses a set one.
                 topics[0].parts.iter_mut().for_each(|p| p.preferred_read_replica = -1);
             }
-            let resp = to_response(topics);
+            let resp = to_response(Answer { session_id, topics });
             let mut body = BytesMut::new();
             ResponseHeader::default().with_correlation_id(77).encode(&mut body, if v >= 12 { 1 } else { 0 }).unwrap();
             resp.encode(&mut body, v).unwrap();

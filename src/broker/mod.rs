@@ -23,6 +23,7 @@ use crate::config::{BrokerConfig, Settings};
 use crate::cluster::{peer, Cluster};
 use crate::group::classic::GroupConfig;
 use crate::group::Coordinator;
+use crate::partition::fetch_session::{FetchSessionCache, FetchSessionConfig};
 use crate::partition::ReplicaManager;
 pub use crate::partition::Topic;
 use crate::txn::pid::ProducerIdManager;
@@ -64,6 +65,8 @@ pub struct Broker {
     pub replication: crate::replication::Replication,
     /// Connections to other brokers (transaction markers and verification).
     pub peers: peer::Peers,
+    /// Incremental fetch sessions (KIP-227) of the clients fetching here.
+    pub fetch_sessions: Mutex<FetchSessionCache>,
 }
 
 /// Marker file written by a clean shutdown: its absence means the logs need recovery.
@@ -101,6 +104,10 @@ impl Broker {
         });
         let replication = crate::replication::Replication::new(identity.node_id, cluster.clone());
         let peers = peer::Peers::new(cluster.links.clone());
+        let fetch_sessions = FetchSessionConfig {
+            max_slots: config.get_i64("max.incremental.fetch.session.cache.slots").clamp(0, i32::MAX as i64) as usize,
+            eviction_ms: config.get_i64("min.incremental.fetch.session.eviction.ms").max(0),
+        };
         let broker = Broker {
             shares: share::coordinator(&config),
             groups,
@@ -116,6 +123,7 @@ impl Broker {
             applying_roles: std::sync::atomic::AtomicBool::new(false),
             replication,
             peers,
+            fetch_sessions: Mutex::new(FetchSessionCache::new(fetch_sessions, Uuid::new_v4().as_u128() as u64)),
         };
         // Opens (and after a crash recovers) the logs the saved image names; roles, fetchers
         // and coordinator state wait for `start_applying_roles`.

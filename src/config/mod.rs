@@ -225,6 +225,22 @@ pub static KEYS: &[KeyDef] = &[
     key!("leader.imbalance.per.broker.percentage", Some("10"), Int, broker, false, "Imbalance that triggers a preferred election."),
     key!("leader.imbalance.check.interval.seconds", Some("300"), Long, broker, false, "How often leader imbalance is checked."),
     key!("replica.lag.time.max.ms", Some("30000"), Long, broker, false, "Lag after which a follower leaves the ISR."),
+    key!(
+        "max.incremental.fetch.session.cache.slots",
+        Some("1000"),
+        Int,
+        broker,
+        false,
+        "Most incremental fetch sessions (KIP-227) a broker keeps."
+    ),
+    key!(
+        "min.incremental.fetch.session.eviction.ms",
+        Some("120000"),
+        Int,
+        broker,
+        false,
+        "Least time before a fetch session may be evicted for a new one."
+    ),
     key!("replica.fetch.wait.max.ms", Some("500"), Int, broker, false, "Longest wait of a follower's fetch."),
     key!("replica.fetch.max.bytes", Some("1048576"), Int, broker, false, "Bytes a follower fetches per partition."),
     key!("metrics.listener", Some(""), String, broker, false, "HOST:PORT serving metrics as text (Sluice's own key; empty: off)."),

@@ -3,6 +3,7 @@
 //! replication adds: followers' progress on the leader, the follower's own appends
 //! and truncation.
 
+pub mod fetch_session;
 mod internal;
 mod manager;
 mod replica;
