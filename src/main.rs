@@ -32,6 +32,8 @@ enum Command {
     Serve(ServeArgs),
     /// Run a local cluster of separate broker processes (combined broker+controller nodes).
     DevCluster(DevClusterArgs),
+    /// Kill, restart, pause or resume a node of a running dev-cluster, or list them (status).
+    Dev(sluice::dev_cluster::dev::DevArgs),
     /// Exit 0 once a broker answers ApiVersions (a container healthcheck), 1 otherwise.
     Ping(PingArgs),
     #[command(flatten)]
@@ -193,6 +195,7 @@ fn main() -> anyhow::Result<()> {
                 security: d.security.parse().map_err(anyhow::Error::msg)?,
             });
         }
+        Some(Command::Dev(d)) => std::process::exit(sluice::dev_cluster::dev::run(&d)),
         Some(Command::Ping(p)) => return ping(&p),
         Some(Command::Tool(t)) => {
             let code = sluice::cli::run(t).unwrap_or_else(|e| {
