@@ -262,3 +262,65 @@ impl Nodes {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in node: prints the readiness line, then sleeps until signalled.
+    fn fake_nodes(dir: &std::path::Path) -> Nodes {
+        Nodes::new(
+            dir.to_path_buf(),
+            Box::new(|_, log| {
+                let out = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+                Ok(std::process::Command::new("sh").args(["-c", "echo 'sluice ready: fake'; exec sleep 60"]).stdout(out).spawn()?)
+            }),
+        )
+    }
+
+    /// The kernel's view of a process: R, S, T (stopped), Z...
+    fn proc_state(pid: u32) -> char {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next()).unwrap_or('?')
+    }
+
+    #[test]
+    fn kill_pause_resume_and_restart_act_on_the_processes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut nodes = fake_nodes(dir.path());
+        for i in 1..=2 {
+            nodes.start(i, format!("127.0.0.1:{i}"), String::new()).unwrap();
+        }
+        nodes.wait_ready(Instant::now() + READY_TIMEOUT).unwrap();
+        let pid = |nodes: &Nodes, i: u16| nodes.list().iter().find(|n| n.id == i).unwrap().pid();
+        let state = |nodes: &Nodes, i: u16| nodes.list().iter().find(|n| n.id == i).unwrap().state();
+
+        nodes.pause(1).unwrap();
+        assert_eq!(state(&nodes, 1), State::Paused);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while proc_state(pid(&nodes, 1)) != 'T' && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(proc_state(pid(&nodes, 1)), 'T', "SIGSTOP stops the process");
+        nodes.resume(1).unwrap();
+        assert_eq!(state(&nodes, 1), State::Running);
+        assert_ne!(proc_state(pid(&nodes, 1)), 'T');
+
+        let old = pid(&nodes, 2);
+        nodes.kill(2).unwrap();
+        assert_eq!(state(&nodes, 2), State::Dead);
+        assert!(!std::path::Path::new(&format!("/proc/{old}")).exists(), "killed and reaped");
+        assert_eq!(nodes.pause(2), Err(Refusal::Dead(2)));
+        assert_eq!(nodes.kill(2), Err(Refusal::Dead(2)));
+        assert_eq!(nodes.resume(9), Err(Refusal::UnknownNode(9, "1,2".into())));
+
+        nodes.restart(2).unwrap();
+        assert_eq!(state(&nodes, 2), State::Running);
+        assert_ne!(pid(&nodes, 2), old);
+        assert!(nodes.reap().is_empty(), "nothing exited on its own");
+
+        nodes.pause(1).unwrap();
+        nodes.stop_all();
+        assert!(nodes.list().iter().all(|n| n.state() == State::Dead), "a paused node is stopped too");
+    }
+}
