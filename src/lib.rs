@@ -19,7 +19,8 @@
 //! | 9 | `broker` | wiring: builds the services and implements the coordinators' interfaces |
 //! | 10 | `api`, `metrics` | one handler per API family; the metrics page |
 //! | 11 | `net`, `http` | listener and connection loop; the HTTP listener (metrics, JSON API, events) |
-//! | 12 | `dev_cluster`, `cli` | the local multi-node cluster command; the Kafka client tool (`sluice topic`, `produce`, `consume`, `group`, `cluster`, `events`) |
+//! | 12 | `dev_cluster`, `cli` | the local multi-node cluster command and `sluice dev` node control; the Kafka client tool (`sluice topic`, `produce`, `consume`, `group`, `cluster`, `events`) |
+//! | 13 | `scenario` | the seed's failure stories as commands (`sluice scenario run leader-crash`), driving a dev-cluster and the client tool |
 
 pub mod api;
 pub mod auth;
@@ -41,6 +42,7 @@ pub mod metrics;
 pub mod net;
 pub mod partition;
 pub mod replication;
+pub mod scenario;
 pub mod share;
 pub mod stats;
 pub mod transport;
@@ -63,4 +65,5 @@ pub const LAYERS: &[&[&str]] = &[
     &["api", "metrics"],
     &["net", "http"],
     &["dev_cluster", "cli"],
+    &["scenario"],
 ];

@@ -32,6 +32,10 @@ enum Command {
     Serve(ServeArgs),
     /// Run a local cluster of separate broker processes (combined broker+controller nodes).
     DevCluster(DevClusterArgs),
+    /// Kill, restart, pause or resume a node of a running dev-cluster, or list them (status).
+    Dev(sluice::dev_cluster::dev::DevArgs),
+    /// The seed's failure scenarios against a dev-cluster: list them, or run one.
+    Scenario(sluice::scenario::ScenarioArgs),
     /// Exit 0 once a broker answers ApiVersions (a container healthcheck), 1 otherwise.
     Ping(PingArgs),
     #[command(flatten)]
@@ -193,6 +197,8 @@ fn main() -> anyhow::Result<()> {
                 security: d.security.parse().map_err(anyhow::Error::msg)?,
             });
         }
+        Some(Command::Dev(d)) => std::process::exit(sluice::dev_cluster::dev::run(&d)),
+        Some(Command::Scenario(s)) => std::process::exit(sluice::scenario::run(&s)),
         Some(Command::Ping(p)) => return ping(&p),
         Some(Command::Tool(t)) => {
             let code = sluice::cli::run(t).unwrap_or_else(|e| {

@@ -1,13 +1,18 @@
 //! `sluice dev-cluster`: a local multi-node cluster of separate processes, for trying
 //! replication and failover on one machine, optionally secured (`--security`, see [`secure`]).
+//! It owns the node processes ([`nodes`]) and takes `sluice dev` commands ([`dev`]) on a
+//! control socket in its data dir ([`control`]).
 
+pub mod control;
+pub mod dev;
+pub mod nodes;
 pub mod secure;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use nodes::Nodes;
 pub use secure::Security;
 
 /// What `dev-cluster` was asked for.
@@ -109,9 +114,12 @@ impl Spec {
     }
 }
 
-/// Starts every node, prints where they are, and stops them all on SIGINT or SIGTERM.
+/// Starts every node, prints where they are, serves `sluice dev` on the control socket, and
+/// stops them all on SIGINT or SIGTERM.
 pub fn run(spec: Spec) -> anyhow::Result<()> {
     anyhow::ensure!(spec.brokers >= 1, "--brokers must be at least 1");
+    std::fs::create_dir_all(&spec.data_dir)?;
+    let control = control::Control::bind(&spec.data_dir)?;
     let exe = std::env::current_exe()?;
     let voters: Vec<String> = (1..=spec.brokers).map(|i| format!("{i}@{}:{}", spec.host, spec.controller_port(i))).collect();
     let voters = voters.join(",");
@@ -136,61 +144,39 @@ pub fn run(spec: Spec) -> anyhow::Result<()> {
             Some(f)
         }
     };
-    let mut children: Vec<(u16, Child, PathBuf)> = Vec::new();
-    for i in 1..=spec.brokers {
-        let dir = spec.data_dir.join(format!("node-{i}"));
-        std::fs::create_dir_all(&dir)?;
-        let log_path = dir.join("sluice.log");
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path)?;
+    let addrs: Vec<(u16, String, String)> =
+        (1..=spec.brokers).map(|i| (i, format!("{}:{}", spec.host, spec.client_port(i)), spec.http_listener(i))).collect();
+    let data_dir = spec.data_dir.clone();
+    let has_files = files.is_some();
+    let launch: nodes::Launch = Box::new(move |i, log_path| {
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(log_path)?;
         let child =
             spec.node_command(&exe, i, &voters, files.as_ref())?.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log).spawn()?;
-        children.push((i, child, log_path));
-    }
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let started = wait_ready(&mut children, deadline);
-    if let Err(e) = started {
-        let mut kids: Vec<&mut Child> = children.iter_mut().map(|(_, c, _)| c).collect();
-        stop_all(&mut kids);
+        Ok(child)
+    });
+    let mut nodes = Nodes::new(data_dir.clone(), launch);
+    let started = addrs.into_iter().try_for_each(|(i, listen, http)| nodes.start(i, listen, http));
+    if let Err(e) = started.and_then(|_| nodes.wait_ready(Instant::now() + nodes::READY_TIMEOUT)) {
+        nodes.stop_all();
         return Err(e);
     }
     println!("bootstrap servers: {bootstrap}");
-    for (i, child, _) in &children {
-        // Tools parse this line: "node <id> pid <pid> listening <host:port>[ http <host:port>]".
-        let http = spec.http_listener(*i);
-        let http = if http.is_empty() { String::new() } else { format!(" http {http}") };
-        println!("node {i} pid {} listening {}:{}{http}", child.id(), spec.host, spec.client_port(*i));
+    for n in nodes.list() {
+        println!("{}", n.line());
     }
-    println!("logs: {}/node-<id>/sluice.log; Ctrl-C stops the cluster", spec.data_dir.display());
-    if files.is_some() {
-        println!("restart a node by hand: sluice serve --config {}/node-<id>/config.toml", spec.data_dir.display());
+    println!("logs: {}/node-<id>/sluice.log; Ctrl-C stops the cluster", data_dir.display());
+    println!("control: sluice dev kill|restart|pause|resume <id> | status --cluster {}", data_dir.display());
+    if has_files {
+        println!("restart a node by hand: sluice serve --config {}/node-<id>/config.toml", data_dir.display());
     }
-    wait_for_signal(&mut children);
-    let mut kids: Vec<&mut Child> = children.iter_mut().map(|(_, c, _)| c).collect();
-    stop_all(&mut kids);
+    wait_for_signal(&mut nodes, &control);
+    nodes.stop_all();
     Ok(())
 }
 
-fn wait_ready(children: &mut [(u16, Child, PathBuf)], deadline: Instant) -> anyhow::Result<()> {
-    for (i, child, log) in children.iter_mut() {
-        while !ready(log) {
-            if let Some(status) = child.try_wait()? {
-                anyhow::bail!("node {i} exited during startup ({status}); see {}", log.display());
-            }
-            if Instant::now() > deadline {
-                anyhow::bail!("node {i} not ready after 60 s; see {}", log.display());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-    Ok(())
-}
-
-fn ready(log: &Path) -> bool {
-    std::fs::File::open(log).map(|f| BufReader::new(f).lines().map_while(Result::ok).any(|l| l.contains("sluice ready:"))).unwrap_or(false)
-}
-
-/// Blocks until SIGINT or SIGTERM, reporting nodes that exit meanwhile.
-fn wait_for_signal(children: &mut [(u16, Child, PathBuf)]) {
+/// Blocks until SIGINT or SIGTERM, serving control commands and reporting nodes that exit
+/// meanwhile.
+fn wait_for_signal(nodes: &mut Nodes, control: &control::Control) {
     static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     extern "C" fn on_signal(_: libc::c_int) {
         STOP.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -200,34 +186,11 @@ fn wait_for_signal(children: &mut [(u16, Child, PathBuf)]) {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
     }
-    let mut reported = vec![false; children.len()];
     while !STOP.load(std::sync::atomic::Ordering::SeqCst) {
-        for (k, (i, child, _)) in children.iter_mut().enumerate() {
-            if !reported[k] {
-                if let Ok(Some(status)) = child.try_wait() {
-                    println!("node {i} exited ({status})");
-                    reported[k] = true;
-                }
-            }
+        for (i, status) in nodes.reap() {
+            println!("node {i} exited ({status})");
         }
+        control.serve_pending(nodes);
         std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// SIGTERM to every node, then SIGKILL to any still running after 15 s.
-fn stop_all(children: &mut [&mut Child]) {
-    for c in children.iter_mut() {
-        // SAFETY: kill(2) on a child's pid that we have not reaped yet.
-        unsafe {
-            libc::kill(c.id() as libc::pid_t, libc::SIGTERM);
-        }
-    }
-    let deadline = Instant::now() + Duration::from_secs(15);
-    for c in children.iter_mut() {
-        while matches!(c.try_wait(), Ok(None)) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = c.kill();
-        let _ = c.wait();
     }
 }
