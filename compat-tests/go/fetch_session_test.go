@@ -53,7 +53,7 @@ func waitMetric(t *testing.T, url, name string, ok func(int64) bool, what string
 
 func TestFetchSessionIncrementalFetches(t *testing.T) {
 	b := startBroker(t, "metrics.listener=127.0.0.1:0")
-	m := metricsRe.FindStringSubmatch(b.logText())
+	m := metricsRe.FindStringSubmatch(b.Log())
 	if m == nil {
 		t.Fatalf("no metrics address in the broker's log")
 	}
@@ -68,7 +68,7 @@ func TestFetchSessionIncrementalFetches(t *testing.T) {
 	for p := int32(0); p < 3; p++ {
 		start[p] = kgo.NewOffset().AtStart()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.FetchMaxWait(200*time.Millisecond),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"fs-go-a": start, "fs-go-b": start}))
 	if err != nil {
 		t.Fatal(err)
