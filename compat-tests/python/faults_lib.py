@@ -10,7 +10,31 @@ import urllib.request
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
+from cluster import Cluster
+from conftest import fail_on_invariant_violations
+
 HTTP_AT = re.compile(r"metrics on http://([0-9.:]+)/metrics")
+
+# What every fault test's cluster runs with: faults on, and failures noticed in seconds.
+FAULT_SETTINGS = {
+    "http.listener": "127.0.0.1:0",
+    "fault.injection.enable": "true",
+    "replica.lag.time.max.ms": "2000",
+    "broker.session.timeout.ms": "3000",
+    "broker.heartbeat.interval.ms": "500",
+}
+
+
+def fault_cluster(tmp_path_factory, name, **extra):
+    """A module fixture's body: a started 3-node cluster with FAULT_SETTINGS (and `extra`),
+    shut down afterwards, failing the module if a node logged a broken invariant."""
+    cluster = Cluster(tmp_path_factory.mktemp(name), n=3, settings={**FAULT_SETTINGS, **extra})
+    try:
+        cluster.start_all()
+        yield cluster
+    finally:
+        cluster.shutdown()
+    fail_on_invariant_violations([n.log_path for n in cluster.nodes.values()])
 
 
 def http_of(c, node_id):

@@ -13,29 +13,15 @@ import time
 
 import pytest
 
-from cluster import Cluster, raw_produce, wait_until
-from conftest import fail_on_invariant_violations
-from faults_lib import Load, add, call, consume, faults, http_of, topic_rf3
+from cluster import raw_produce, wait_until
+from faults_lib import Load, add, call, consume, faults, http_of, topic_rf3, fault_cluster
 
-SETTINGS = {
-    "http.listener": "127.0.0.1:0",
-    "fault.injection.enable": "true",
-    "replica.lag.time.max.ms": "2000",
-    "broker.session.timeout.ms": "3000",
-    "broker.heartbeat.interval.ms": "500",
-}
 KAFKA_STORAGE_ERROR = 56
 
 
 @pytest.fixture(scope="module")
 def c(tmp_path_factory):
-    cluster = Cluster(tmp_path_factory.mktemp("disk-faults"), n=3, settings=SETTINGS)
-    try:
-        cluster.start_all()
-        yield cluster
-    finally:
-        cluster.shutdown()
-    fail_on_invariant_violations([n.log_path for n in cluster.nodes.values()])
+    yield from fault_cluster(tmp_path_factory, "disk-faults")
 
 
 def a_leader_but_not_the_controller(c, topic, states):

@@ -26,30 +26,15 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 import kproto
-from cluster import Cluster, raw_metadata, raw_produce, sluice_bin, wait_until
-from conftest import fail_on_invariant_violations
-from faults_lib import HTTP_AT, Load, add, call, consume, faults, http_of, topic_rf3
+from cluster import raw_metadata, raw_produce, sluice_bin, wait_until
+from faults_lib import HTTP_AT, Load, add, call, consume, faults, http_of, topic_rf3, fault_cluster
 
-SETTINGS = {
-    "http.listener": "127.0.0.1:0",
-    "fault.injection.enable": "true",
-    "replica.lag.time.max.ms": "2000",
-    "broker.session.timeout.ms": "3000",
-    "broker.heartbeat.interval.ms": "500",
-    "group.initial.rebalance.delay.ms": "0",
-}
 RECORDS = 300
 
 
 @pytest.fixture(scope="module")
 def c(tmp_path_factory):
-    cluster = Cluster(tmp_path_factory.mktemp("faults"), n=3, settings=SETTINGS)
-    try:
-        cluster.start_all()
-        yield cluster
-    finally:
-        cluster.shutdown()
-    fail_on_invariant_violations([n.log_path for n in cluster.nodes.values()])
+    yield from fault_cluster(tmp_path_factory, "faults", **{"group.initial.rebalance.delay.ms": "0"})
 
 
 @pytest.fixture(autouse=True)
