@@ -97,6 +97,16 @@ class ShareConsumerTest {
         }
     }
 
+    /** Subscribes {@code c}, the group's only member, to {@code topic} and polls until it holds the topic's {@code partitions}. */
+    private static void joinAlone(KafkaShareConsumer<String, String> c, String group, String topic, int partitions)
+            throws InterruptedException {
+        c.subscribe(List.of(topic));
+        waitFor(group + "'s member's assignment", () -> {
+            c.poll(Duration.ofMillis(100));
+            return assigned(group, 1, partitions);
+        });
+    }
+
     /** True when the group has {@code members} members and together they hold {@code partitions} partitions. */
     private static boolean assigned(String group, int members, int partitions) {
         try {
@@ -177,11 +187,7 @@ class ShareConsumerTest {
         String group = "sg-explicit";
         createTopic(topic, 1);
         try (KafkaShareConsumer<String, String> c = shareConsumer(group, "explicit")) {
-            c.subscribe(List.of(topic));
-            waitFor("the member's assignment", () -> {
-                c.poll(Duration.ofMillis(100));
-                return assigned(group, 1, 1);
-            });
+            joinAlone(c, group, topic, 1);
             produce(topic, 1, 9);
             Map<String, List<Short>> seen = new HashMap<>();
             long deadline = System.currentTimeMillis() + 30_000;
@@ -277,11 +283,7 @@ class ShareConsumerTest {
         String group = "sg-describe";
         createTopic(topic, 2);
         try (KafkaShareConsumer<String, String> c = shareConsumer(group, "implicit")) {
-            c.subscribe(List.of(topic));
-            waitFor("the member's assignment", () -> {
-                c.poll(Duration.ofMillis(100));
-                return assigned(group, 1, 2);
-            });
+            joinAlone(c, group, topic, 2);
             ShareGroupDescription d = admin.describeShareGroups(List.of(group)).all().get().get(group);
             assertEquals(GroupState.STABLE, d.groupState());
             ShareMemberDescription m = d.members().iterator().next();
@@ -309,11 +311,7 @@ class ShareConsumerTest {
         String group = "sg-taken";
         createTopic(topic, 1);
         try (KafkaShareConsumer<String, String> share = shareConsumer(group, "implicit")) {
-            share.subscribe(List.of(topic));
-            waitFor("the share member's assignment", () -> {
-                share.poll(Duration.ofMillis(100));
-                return assigned(group, 1, 1);
-            });
+            joinAlone(share, group, topic, 1);
             Properties p = new Properties();
             p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
             p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
