@@ -137,6 +137,8 @@ pub enum Error {
     BrokerNotAvailable(String),
     #[error("stale broker epoch")]
     StaleBrokerEpoch,
+    #[error("broker {0} is not registered")]
+    BrokerIdNotRegistered(i32),
     #[error("stale partition epoch: the partition changed meanwhile")]
     InvalidUpdateVersion,
     #[error("ineligible replica: {0}")]
@@ -279,6 +281,7 @@ impl Error {
             NotEnoughReplicasAfterAppend => ResponseError::NotEnoughReplicasAfterAppend,
             BrokerNotAvailable(_) => ResponseError::BrokerNotAvailable,
             StaleBrokerEpoch => ResponseError::StaleBrokerEpoch,
+            BrokerIdNotRegistered(_) => ResponseError::BrokerIdNotRegistered,
             InvalidUpdateVersion => ResponseError::InvalidUpdateVersion,
             IneligibleReplica(_) => ResponseError::IneligibleReplica,
             ElectionNotNeeded => ResponseError::ElectionNotNeeded,

@@ -27,7 +27,6 @@ OWED = {
     35: "19 (log dirs: DescribeLogDirs v1-5)",
     49: "19 (quotas: AlterClientQuotas)",
     57: "19 (features: UpdateFeatures)",
-    64: "19 (UnregisterBroker)",
     71: "19 (telemetry: GetTelemetrySubscriptions)",
     72: "19 (telemetry: PushTelemetry)",
     74: "19 (ListConfigResources)",

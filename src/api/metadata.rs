@@ -207,11 +207,19 @@ pub async fn describe_cluster(ctx: &Ctx<'_>, req: DescribeClusterRequest) -> Des
             .with_controller_id((-1).into());
     }
     let (live, controller) = live_brokers(ctx.broker, &ctx.listener);
-    let brokers = live
-        .into_iter()
-        .map(|(id, host, port, rack)| {
-            DescribeClusterBroker::default().with_broker_id(id.into()).with_host(sb(host)).with_port(port).with_rack(rack.map(sb))
-        })
-        .collect();
+    let entry = |(id, host, port, rack): LiveBroker| {
+        DescribeClusterBroker::default().with_broker_id(id.into()).with_host(sb(host)).with_port(port).with_rack(rack.map(sb))
+    };
+    // v2 (KIP-1073): fenced brokers too when asked, each marked, so an operator can see
+    // registrations that are not serving (and unregister them).
+    let brokers = if ctx.version >= 2 && req.include_fenced_brokers {
+        let img = ctx.broker.cluster.image();
+        img.brokers
+            .values()
+            .filter_map(|b| b.endpoint(&ctx.listener).map(|(h, p)| entry((b.id, h.to_string(), p, b.rack.clone())).with_is_fenced(b.fenced)))
+            .collect()
+    } else {
+        live.into_iter().map(entry).collect()
+    };
     resp.with_endpoint_type(1).with_controller_id(controller.into()).with_brokers(brokers)
 }

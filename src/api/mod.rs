@@ -5,6 +5,7 @@ mod acls;
 mod admin;
 mod api_versions;
 mod authz;
+mod brokers;
 mod configs;
 mod consumer_groups;
 mod coordinator;
@@ -211,6 +212,7 @@ apis! {
     OffsetForLeaderEpoch: OffsetForLeaderEpochRequest => leaders::offset_for_leader_epoch [2, 4] always;
     ElectLeaders: ElectLeadersRequest => leaders::elect_leaders [0, 2] always;
     DescribeQuorum: DescribeQuorumRequest => quorum::describe_quorum [0, 2] always;
+    UnregisterBroker: UnregisterBrokerRequest => brokers::unregister_broker [0, 0] always;
     DescribeAcls: DescribeAclsRequest => acls::describe [1, 3] always;
     CreateAcls: CreateAclsRequest => acls::create [1, 3] always;
     DeleteAcls: DeleteAclsRequest => acls::delete [1, 3] always;

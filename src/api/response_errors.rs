@@ -45,6 +45,7 @@ top_level!(
     ConsumerGroupHeartbeatResponse,
     ElectLeadersResponse,
     DescribeQuorumResponse,
+    UnregisterBrokerResponse,
     DescribeAclsResponse,
     AlterPartitionReassignmentsResponse,
     ListPartitionReassignmentsResponse,

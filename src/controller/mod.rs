@@ -135,6 +135,7 @@ impl Controller {
                 self.quorum.propose(recs).await.map(|epoch| Response::Registered { epoch })
             }
             Request::Heartbeat { id, epoch, applied, shutting_down } => self.heartbeat(id, epoch, applied, shutting_down).await,
+            Request::UnregisterBroker { id } => self.unregister_broker(id).await,
             Request::CreateTopics { topics, validate_only } => self.create_topics(topics, validate_only).await,
             Request::DeleteTopics { names } => self.delete_topics(names).await,
             Request::CreatePartitions { name, count, assignments, validate_only } => {
@@ -197,6 +198,21 @@ impl Controller {
             return Ok(Response::Heartbeat { fenced: false, shutdown_ready: false });
         }
         Ok(Response::Heartbeat { fenced, shutdown_ready: false })
+    }
+
+    /// UnregisterBroker, as Kafka's controller does it: the broker leaves every ISR it is
+    /// not the last member of and leads nothing, then its registration is removed. A broker
+    /// that is still running finds its epoch stale at its next heartbeat and registers anew.
+    async fn unregister_broker(&self, id: i32) -> Result<Response> {
+        let Some(epoch) = self.image().brokers.get(&id).map(|b| b.epoch) else {
+            return Err(Error::BrokerIdNotRegistered(id));
+        };
+        let mut recs = self.broker_gone_changes(id, ElectionReason::Clean);
+        recs.push(Record::UnregisterBroker { id, epoch });
+        let offset = self.quorum.propose(recs).await?;
+        self.heartbeats.lock().remove(&id);
+        tracing::info!(broker_id = id, epoch, "broker unregistered");
+        Ok(Response::Done { offset })
     }
 
     /// Partition changes for a broker that is going away (fenced or shutting down), with

@@ -122,6 +122,10 @@ pub enum Request {
         hmac: Hmac,
         period_ms: i64,
     },
+    /// UnregisterBroker: the broker's registration goes, as after a decommission.
+    UnregisterBroker {
+        id: i32,
+    },
     DescribeQuorum,
     /// Committed metadata from offset `from` on (for nodes that don't vote).
     FetchMetadata {

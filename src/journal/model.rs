@@ -51,6 +51,10 @@ pub enum Kind {
         broker_id: i32,
         epoch: u64,
     },
+    BrokerUnregistered {
+        broker_id: i32,
+        epoch: u64,
+    },
     /// From the Raft leader changes this node observed (not a metadata record).
     ControllerChanged {
         controller_id: i32,
@@ -139,6 +143,7 @@ impl Kind {
             Kind::BrokerRegistered { .. } => "broker_registered",
             Kind::BrokerFenced { .. } => "broker_fenced",
             Kind::BrokerUnfenced { .. } => "broker_unfenced",
+            Kind::BrokerUnregistered { .. } => "broker_unregistered",
             Kind::ControllerChanged { .. } => "controller_changed",
             Kind::LeaderChanged { .. } => "leader_changed",
             Kind::IsrShrunk { .. } => "isr_shrunk",
@@ -204,6 +209,10 @@ pub fn record_events(before: &Image, offset: u64, batch: &RecordBatch, i: usize)
                 _ => Vec::new(),
             }
         }
+        Record::UnregisterBroker { id, epoch } => match before.brokers.get(id) {
+            Some(b) if b.epoch == *epoch => vec![Kind::BrokerUnregistered { broker_id: *id, epoch: *epoch }],
+            _ => Vec::new(),
+        },
         Record::Topic { name, id, .. } => {
             let mine = partitions_in(batch, *id);
             vec![Kind::TopicCreated {

@@ -65,7 +65,7 @@ fn cluster() -> Image {
 }
 
 #[test]
-fn brokers_register_unfence_and_fence_once_per_epoch() {
+fn brokers_register_unfence_fence_and_unregister_once_per_epoch() {
     let mut img = Image::default();
     let ev = run(&mut img, 5, vec![register(1)]);
     let endpoints = BTreeMap::from([("PLAINTEXT".to_string(), "127.0.0.1:9001".to_string())]);
@@ -78,6 +78,12 @@ fn brokers_register_unfence_and_fence_once_per_epoch() {
     let ev = run(&mut img, 9, vec![Record::FenceBroker { id: 1, epoch: 5 }]);
     assert_eq!(kinds(&ev), vec![Kind::BrokerFenced { broker_id: 1, epoch: 5 }]);
     assert!(!img.is_live(1), "the image was applied too");
+    assert_eq!(run(&mut img, 10, vec![Record::UnregisterBroker { id: 1, epoch: 4 }]), vec![], "an older registration's epoch");
+    assert!(img.brokers.contains_key(&1), "an unregister of an older registration leaves this one");
+    let ev = run(&mut img, 11, vec![Record::UnregisterBroker { id: 1, epoch: 5 }]);
+    assert_eq!(kinds(&ev), vec![Kind::BrokerUnregistered { broker_id: 1, epoch: 5 }]);
+    assert!(!img.brokers.contains_key(&1), "the registration is gone");
+    assert_eq!(run(&mut img, 12, vec![Record::UnregisterBroker { id: 1, epoch: 5 }]), vec![], "already gone");
 }
 
 #[test]

@@ -123,6 +123,11 @@ impl Image {
                     b.fenced = matches!(rec, Record::FenceBroker { .. });
                 }
             }
+            Record::UnregisterBroker { id, epoch } => {
+                if self.brokers.get(id).is_some_and(|b| b.epoch == *epoch) {
+                    self.brokers.remove(id);
+                }
+            }
             Record::Topic { name, id, configs } => {
                 self.topics
                     .insert(name.clone(), TopicImage { name: name.clone(), id: *id, configs: configs.clone(), partitions: Vec::new() });

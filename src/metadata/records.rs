@@ -11,6 +11,7 @@
 //! | `RegisterBroker`  | a broker (re)joined, with its endpoints; its epoch is the record's log offset |
 //! | `FenceBroker`     | the broker may lead nothing (missed heartbeats or shut down)     |
 //! | `UnfenceBroker`   | the broker caught up with the metadata and may serve            |
+//! | `UnregisterBroker` | the broker's registration is gone (Kafka's UnregisterBrokerRecord) |
 //! | `Topic`           | a topic exists, with its id and config overrides                |
 //! | `Partition`       | a partition's full state: replicas, ISR, leader, epochs         |
 //! | `PartitionChange` | a change of leader and/or ISR; bumps the partition epoch         |
@@ -137,6 +138,11 @@ pub enum Record {
         epoch: u64,
     },
     UnfenceBroker {
+        id: i32,
+        epoch: u64,
+    },
+    /// Removes the registration of that epoch; a later one (the broker came back) stays.
+    UnregisterBroker {
         id: i32,
         epoch: u64,
     },
