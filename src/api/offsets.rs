@@ -32,34 +32,65 @@ pub(super) fn topic_id(ctx: &Ctx<'_>, name: &str) -> Uuid {
     ctx.broker.topic(name).map_or(Uuid::nil(), |t| t.record.id)
 }
 
+/// A partition of an OffsetCommit or TxnOffsetCommit request: the two carry the same fields.
+pub(super) trait CommitPartition {
+    fn item(&self, topic: &str) -> CommitItem;
+    fn index(&self) -> i32;
+}
+
+macro_rules! commit_partition {
+    ($($t:ty),*) => { $( impl CommitPartition for $t {
+        fn item(&self, topic: &str) -> CommitItem {
+            CommitItem {
+                topic: topic.to_string(),
+                partition: self.partition_index,
+                offset: self.committed_offset,
+                leader_epoch: self.committed_leader_epoch,
+                metadata: self.committed_metadata.as_ref().map(|m| m.to_string()),
+            }
+        }
+        fn index(&self) -> i32 { self.partition_index }
+    } )* };
+}
+commit_partition!(
+    offset_commit_request::OffsetCommitRequestPartition,
+    txn_offset_commit_request::TxnOffsetCommitRequestPartition
+);
+
+/// One request topic's commits, added to `items`. From the versions that name topics by id
+/// (`by_id`) the id is resolved to the name offsets are stored under; an id no topic has
+/// gives back its partitions' indexes, each to be answered UNKNOWN_TOPIC_ID.
+pub(super) fn add_commits<P: CommitPartition>(
+    ctx: &Ctx<'_>,
+    by_id: bool,
+    id: Uuid,
+    name: &str,
+    partitions: &[P],
+    items: &mut Vec<CommitItem>,
+) -> Result<(), Vec<i32>> {
+    let name = if by_id {
+        match topic_name(ctx, id) {
+            Some(n) => n,
+            None => return Err(partitions.iter().map(P::index).collect()),
+        }
+    } else {
+        name.to_string()
+    };
+    items.extend(partitions.iter().map(|p| p.item(&name)));
+    Ok(())
+}
+
 pub async fn offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> OffsetCommitResponse {
     let by_id = ctx.version >= 10;
     let mut unknown_ids: Vec<OffsetCommitResponseTopic> = Vec::new();
     let mut items: Vec<CommitItem> = Vec::new();
     for t in &req.topics {
-        let name = if by_id {
-            match topic_name(ctx, t.topic_id) {
-                Some(n) => n,
-                None => {
-                    let parts = t.partitions.iter().map(|p| {
-                        OffsetCommitResponsePartition::default()
-                            .with_partition_index(p.partition_index)
-                            .with_error_code(Error::UnknownTopicId.code())
-                    });
-                    unknown_ids.push(OffsetCommitResponseTopic::default().with_topic_id(t.topic_id).with_partitions(parts.collect()));
-                    continue;
-                }
-            }
-        } else {
-            t.name.0.to_string()
-        };
-        items.extend(t.partitions.iter().map(|p| CommitItem {
-            topic: name.clone(),
-            partition: p.partition_index,
-            offset: p.committed_offset,
-            leader_epoch: p.committed_leader_epoch,
-            metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
-        }));
+        if let Err(unknown) = add_commits(ctx, by_id, t.topic_id, &t.name.0, &t.partitions, &mut items) {
+            let parts = unknown.into_iter().map(|i| {
+                OffsetCommitResponsePartition::default().with_partition_index(i).with_error_code(Error::UnknownTopicId.code())
+            });
+            unknown_ids.push(OffsetCommitResponseTopic::default().with_topic_id(t.topic_id).with_partitions(parts.collect()));
+        }
     }
     // Kafka: GROUP READ for the whole request, then TOPIC READ per topic.
     let (items, denied): (Vec<CommitItem>, Vec<CommitItem>) =

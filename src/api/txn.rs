@@ -208,29 +208,12 @@ pub async fn txn_offset_commit(ctx: &Ctx<'_>, req: TxnOffsetCommitRequest) -> Tx
     let mut unknown_ids: Vec<TxnOffsetCommitResponseTopic> = Vec::new();
     let mut items: Vec<CommitItem> = Vec::new();
     for t in &req.topics {
-        let name = if by_id {
-            match super::offsets::topic_name(ctx, t.topic_id) {
-                Some(n) => n,
-                None => {
-                    let parts = t.partitions.iter().map(|p| {
-                        TxnOffsetCommitResponsePartition::default()
-                            .with_partition_index(p.partition_index)
-                            .with_error_code(Error::UnknownTopicId.code())
-                    });
-                    unknown_ids.push(TxnOffsetCommitResponseTopic::default().with_topic_id(t.topic_id).with_partitions(parts.collect()));
-                    continue;
-                }
-            }
-        } else {
-            t.name.0.to_string()
-        };
-        items.extend(t.partitions.iter().map(|p| CommitItem {
-            topic: name.clone(),
-            partition: p.partition_index,
-            offset: p.committed_offset,
-            leader_epoch: p.committed_leader_epoch,
-            metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
-        }));
+        if let Err(unknown) = super::offsets::add_commits(ctx, by_id, t.topic_id, &t.name.0, &t.partitions, &mut items) {
+            let parts = unknown.into_iter().map(|i| {
+                TxnOffsetCommitResponsePartition::default().with_partition_index(i).with_error_code(Error::UnknownTopicId.code())
+            });
+            unknown_ids.push(TxnOffsetCommitResponseTopic::default().with_topic_id(t.topic_id).with_partitions(parts.collect()));
+        }
     }
     let generation = if ctx.version >= 3 { req.generation_id } else { -1 };
     // Kafka: WRITE on the transactional id, READ on the group, then READ per topic.
