@@ -19,10 +19,10 @@ func TestAdmin(t *testing.T) {
 	suite.Matrix.Scenario(t, gokit.Admin, "kadm: create/list/delete topics, describe/alter configs, partitions, groups, offsets and lag")
 	addrs := []string{suite.Broker.Addr}
 	adm := adminOn(t, addrs)
-	topic, group := topicName("admin"), topicName("admin-group")
+	topic, group := gokit.Name("admin"), gokit.Name("admin-group")
 	retention := "3600000"
 	createTopicRF(t, adm, topic, 2, 1, map[string]*string{"retention.ms": &retention})
-	again, err := adm.CreateTopic(ctxFor(t, 10*time.Second), 1, 1, nil, topic)
+	again, err := adm.CreateTopic(gokit.Ctx(t, 10*time.Second), 1, 1, nil, topic)
 	if err == nil {
 		err = again.Err
 	}
@@ -30,7 +30,7 @@ func TestAdmin(t *testing.T) {
 		t.Fatalf("creating %s twice: %v, want TOPIC_ALREADY_EXISTS", topic, err)
 	}
 
-	topics, err := adm.ListTopics(ctxFor(t, 10*time.Second))
+	topics, err := adm.ListTopics(gokit.Ctx(t, 10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestAdmin(t *testing.T) {
 	wantConfig(t, adm, topic, "retention.ms", retention)
 	wantConfig(t, adm, topic, "cleanup.policy", "delete")
 	newRetention := "7200000"
-	altered, err := adm.AlterTopicConfigs(ctxFor(t, 10*time.Second),
+	altered, err := adm.AlterTopicConfigs(gokit.Ctx(t, 10*time.Second),
 		[]kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: &newRetention}}, topic)
 	if err == nil {
 		_, err = altered.On(topic, nil)
@@ -50,12 +50,12 @@ func TestAdmin(t *testing.T) {
 		t.Fatalf("AlterTopicConfigs: %v", err)
 	}
 	wantConfig(t, adm, topic, "retention.ms", newRetention)
-	brokers, err := adm.DescribeBrokerConfigs(ctxFor(t, 10*time.Second))
+	brokers, err := adm.DescribeBrokerConfigs(gokit.Ctx(t, 10*time.Second))
 	if err != nil || len(brokers) != 1 || brokers[0].Err != nil || len(brokers[0].Configs) == 0 {
 		t.Fatalf("DescribeBrokerConfigs: %v %+v", err, brokers)
 	}
 
-	grown, err := adm.CreatePartitions(ctxFor(t, 10*time.Second), 1, topic)
+	grown, err := adm.CreatePartitions(gokit.Ctx(t, 10*time.Second), 1, topic)
 	if err == nil {
 		err = grown[topic].Err
 	}
@@ -63,7 +63,7 @@ func TestAdmin(t *testing.T) {
 		t.Fatalf("CreatePartitions: %v", err)
 	}
 	gokit.WaitFor(t, 20*time.Second, "3 partitions", func() bool {
-		m, err := adm.Metadata(ctxFor(t, 5*time.Second), topic)
+		m, err := adm.Metadata(gokit.Ctx(t, 5*time.Second), topic)
 		return err == nil && len(m.Topics[topic].Partitions) == 3
 	})
 
@@ -73,19 +73,19 @@ func TestAdmin(t *testing.T) {
 	m := joinGroup(t, addrs, group, topic, l)
 	gokit.WaitFor(t, 30*time.Second, "30 records consumed", func() bool { return l.Count() == 30 })
 	m.stop()
-	listed, err := adm.ListGroups(ctxFor(t, 10*time.Second))
+	listed, err := adm.ListGroups(gokit.Ctx(t, 10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if g, ok := listed[group]; !ok || g.ProtocolType != "consumer" || g.State != "Empty" {
 		t.Fatalf("ListGroups has %s as %+v (listed: %v)", group, g, ok)
 	}
-	described, err := adm.DescribeGroups(ctxFor(t, 10*time.Second), group)
+	described, err := adm.DescribeGroups(gokit.Ctx(t, 10*time.Second), group)
 	if err != nil || described[group].Err != nil || described[group].State != "Empty" || len(described[group].Members) != 0 {
 		t.Fatalf("DescribeGroups: %v %+v", err, described[group])
 	}
 	wantCommitted(t, adm, group, topic, map[int32]int64{0: 10, 1: 10, 2: 10})
-	lags, err := adm.Lag(ctxFor(t, 10*time.Second), group)
+	lags, err := adm.Lag(gokit.Ctx(t, 10*time.Second), group)
 	if lag := lags[group]; err != nil || lag.Error() != nil || lag.Lag.Total() != 0 {
 		t.Fatalf("Lag: %v %+v", err, lag)
 	}
@@ -93,26 +93,26 @@ func TestAdmin(t *testing.T) {
 	// Rewind the group (the group is empty, so the coordinator accepts a plain commit).
 	var rewind kadm.Offsets
 	rewind.AddOffset(topic, 1, 4, -1)
-	if err := adm.CommitAllOffsets(ctxFor(t, 10*time.Second), group, rewind); err != nil {
+	if err := adm.CommitAllOffsets(gokit.Ctx(t, 10*time.Second), group, rewind); err != nil {
 		t.Fatalf("CommitAllOffsets: %v", err)
 	}
 	wantCommitted(t, adm, group, topic, map[int32]int64{0: 10, 1: 4, 2: 10})
-	if lags, err = adm.Lag(ctxFor(t, 10*time.Second), group); err != nil || lags[group].Lag.Total() != 6 {
+	if lags, err = adm.Lag(gokit.Ctx(t, 10*time.Second), group); err != nil || lags[group].Lag.Total() != 6 {
 		t.Fatalf("Lag after the rewind: %v, total %d, want 6", err, lags[group].Lag.Total())
 	}
 
-	deleted, err := adm.DeleteGroup(ctxFor(t, 10*time.Second), group)
+	deleted, err := adm.DeleteGroup(gokit.Ctx(t, 10*time.Second), group)
 	if err == nil {
 		err = deleted.Err
 	}
 	if err != nil {
 		t.Fatalf("DeleteGroup: %v", err)
 	}
-	if listed, err = adm.ListGroups(ctxFor(t, 10*time.Second)); err != nil || listed[group].Group != "" {
+	if listed, err = adm.ListGroups(gokit.Ctx(t, 10*time.Second)); err != nil || listed[group].Group != "" {
 		t.Fatalf("after DeleteGroup, ListGroups: %v %v", err, listed[group])
 	}
 
-	gone, err := adm.DeleteTopic(ctxFor(t, 10*time.Second), topic)
+	gone, err := adm.DeleteTopic(gokit.Ctx(t, 10*time.Second), topic)
 	if err == nil {
 		err = gone.Err
 	}
@@ -120,10 +120,10 @@ func TestAdmin(t *testing.T) {
 		t.Fatalf("DeleteTopic: %v", err)
 	}
 	gokit.WaitFor(t, 20*time.Second, topic+" gone", func() bool {
-		topics, err := adm.ListTopics(ctxFor(t, 5*time.Second))
+		topics, err := adm.ListTopics(gokit.Ctx(t, 5*time.Second))
 		return err == nil && !topics.Has(topic)
 	})
-	if gone, err = adm.DeleteTopic(ctxFor(t, 10*time.Second), topic); err == nil {
+	if gone, err = adm.DeleteTopic(gokit.Ctx(t, 10*time.Second), topic); err == nil {
 		err = gone.Err
 	}
 	if !errors.Is(err, kerr.UnknownTopicOrPartition) {
@@ -134,7 +134,7 @@ func TestAdmin(t *testing.T) {
 // wantConfig asserts one topic config's value through DescribeTopicConfigs.
 func wantConfig(t *testing.T, adm *kadm.Client, topic, name, want string) {
 	t.Helper()
-	rc, err := adm.DescribeTopicConfigs(ctxFor(t, 10*time.Second), topic)
+	rc, err := adm.DescribeTopicConfigs(gokit.Ctx(t, 10*time.Second), topic)
 	if err != nil {
 		t.Fatalf("DescribeTopicConfigs %s: %v", topic, err)
 	}
@@ -156,7 +156,7 @@ func wantConfig(t *testing.T, adm *kadm.Client, topic, name, want string) {
 // wantCommitted asserts the group's committed offsets of topic through FetchOffsets.
 func wantCommitted(t *testing.T, adm *kadm.Client, group, topic string, want map[int32]int64) {
 	t.Helper()
-	fetched, err := adm.FetchOffsets(ctxFor(t, 10*time.Second), group)
+	fetched, err := adm.FetchOffsets(gokit.Ctx(t, 10*time.Second), group)
 	if err != nil {
 		t.Fatalf("FetchOffsets %s: %v", group, err)
 	}

@@ -31,7 +31,7 @@ func TestProduceConsumeCodecs(t *testing.T) {
 	adm := adminOn(t, addrs)
 	for _, c := range codecs {
 		t.Run(c.name, func(t *testing.T) {
-			topic := topicName("codec-" + c.name)
+			topic := gokit.Name("codec-" + c.name)
 			createTopicRF(t, adm, topic, 1, 1, nil)
 			prod := client(t, addrs, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(),
 				kgo.ProducerBatchCompression(c.codec), kgo.ProducerLinger(20*time.Millisecond),
@@ -44,7 +44,7 @@ func TestProduceConsumeCodecs(t *testing.T) {
 				recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(value(i)),
 					Headers: []kgo.RecordHeader{{Key: "h", Value: []byte(fmt.Sprint(i))}}})
 			}
-			if err := prod.ProduceSync(ctxFor(t, 30*time.Second), recs...).FirstErr(); err != nil {
+			if err := prod.ProduceSync(gokit.Ctx(t, 30*time.Second), recs...).FirstErr(); err != nil {
 				t.Fatalf("produce with %s: %v", c.name, err)
 			}
 			got := readPartition(t, addrs, topic, 0, n, 30*time.Second)
@@ -70,7 +70,7 @@ func TestIdempotentProducer(t *testing.T) {
 	suite.Matrix.Scenario(t, gokit.Idempotent, "idempotent producer (the default), 3 partitions, each record once in order")
 	addrs := []string{suite.Broker.Addr}
 	adm := adminOn(t, addrs)
-	topic := topicName("idempotent")
+	topic := gokit.Name("idempotent")
 	createTopicRF(t, adm, topic, 3, 1, nil)
 	prod := client(t, addrs, kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(time.Millisecond), kgo.MaxBufferedRecords(10000))
@@ -79,13 +79,13 @@ func TestIdempotentProducer(t *testing.T) {
 	for i := 0; i < n; i++ {
 		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % 3), Value: []byte(fmt.Sprint(i))})
 	}
-	if err := prod.ProduceSync(ctxFor(t, 60*time.Second), recs...).FirstErr(); err != nil {
+	if err := prod.ProduceSync(gokit.Ctx(t, 60*time.Second), recs...).FirstErr(); err != nil {
 		t.Fatalf("produce: %v", err)
 	}
-	if id, epoch, err := prod.ProducerID(ctxFor(t, 10*time.Second)); err != nil || id < 0 || epoch < 0 {
+	if id, epoch, err := prod.ProducerID(gokit.Ctx(t, 10*time.Second)); err != nil || id < 0 || epoch < 0 {
 		t.Fatalf("producer id %d epoch %d: %v", id, epoch, err)
 	}
-	ends, err := adm.ListEndOffsets(ctxFor(t, 10*time.Second), topic)
+	ends, err := adm.ListEndOffsets(gokit.Ctx(t, 10*time.Second), topic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,7 +134,7 @@ func produceRoundRobin(t *testing.T, addrs []string, topic string, partitions in
 	for i := 0; i < n; i++ {
 		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: []byte(fmt.Sprintf("%s-%d", prefix, i))})
 	}
-	if err := cl.ProduceSync(ctxFor(t, 30*time.Second), recs...).FirstErr(); err != nil {
+	if err := cl.ProduceSync(gokit.Ctx(t, 30*time.Second), recs...).FirstErr(); err != nil {
 		t.Fatalf("produce %s: %v", prefix, err)
 	}
 }
@@ -157,7 +157,7 @@ func groupOfThree(t *testing.T, groupType string, protocol ...kgo.Opt) {
 	addrs := []string{suite.Broker.Addr}
 	adm := adminOn(t, addrs)
 	const parts = 6
-	topic, group := topicName("group3-"+groupType), topicName("g3-"+groupType)
+	topic, group := gokit.Name("group3-"+groupType), gokit.Name("g3-"+groupType)
 	createTopicRF(t, adm, topic, parts, 1, nil)
 	produceRoundRobin(t, addrs, topic, parts, "a", 300)
 	l := gokit.NewLedger()
@@ -168,7 +168,7 @@ func groupOfThree(t *testing.T, groupType string, protocol ...kgo.Opt) {
 	waitShared(t, parts, m1, m2, m3)
 	gokit.WaitFor(t, 30*time.Second, "300 records consumed by three members", func() bool { return l.Count() == 300 })
 	// The coordinator runs the group with the protocol asked for.
-	listed, err := adm.ListGroups(ctxFor(t, 10*time.Second))
+	listed, err := adm.ListGroups(gokit.Ctx(t, 10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func groupOfThree(t *testing.T, groupType string, protocol ...kgo.Opt) {
 		t.Fatalf("ListGroups has %s as type %q protocol type %q, want %q, consumer", group, g.GroupType, g.ProtocolType, groupType)
 	}
 	if groupType == "consumer" {
-		described, err := adm.DescribeConsumerGroups(ctxFor(t, 10*time.Second), group)
+		described, err := adm.DescribeConsumerGroups(gokit.Ctx(t, 10*time.Second), group)
 		if err != nil {
 			t.Fatalf("DescribeConsumerGroups: %v", err)
 		}
@@ -200,7 +200,7 @@ func groupOfThree(t *testing.T, groupType string, protocol ...kgo.Opt) {
 	if dup := l.Twice(); len(dup) > 0 {
 		t.Fatalf("%d records delivered twice, e.g. %v", len(dup), dup[:min(5, len(dup))])
 	}
-	fetched, err := adm.FetchOffsets(ctxFor(t, 10*time.Second), group)
+	fetched, err := adm.FetchOffsets(gokit.Ctx(t, 10*time.Second), group)
 	if err != nil {
 		t.Fatalf("FetchOffsets: %v", err)
 	}

@@ -20,11 +20,11 @@ func TestLeaderKill(t *testing.T) {
 	suite.Matrix.Scenario(t, gokit.LeaderKill, "3-node dev-cluster, RF=3, min.insync.replicas=2, kill -9 the leader mid-load; acked all read once")
 	d := gokit.DevClusterFor(t, 3)
 	adm := adminOn(t, d.Bootstrap)
-	topic := topicName("leader-kill")
+	topic := gokit.Name("leader-kill")
 	minISR := "2"
 	createTopicRF(t, adm, topic, 1, 3, map[string]*string{"min.insync.replicas": &minISR})
 	leader := func() (int32, int) {
-		m, err := adm.Metadata(ctxFor(t, 5*time.Second), topic)
+		m, err := adm.Metadata(gokit.Ctx(t, 5*time.Second), topic)
 		if err != nil {
 			return -1, 0
 		}
@@ -75,7 +75,7 @@ func TestLeaderKill(t *testing.T) {
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
-	t.Logf("%d acknowledged, %d failed (first: %v)", len(acked), len(failed), firstErr(failed))
+	t.Logf("%d acknowledged, %d failed (first: %v)", len(acked), len(failed), gokit.FirstErr(failed))
 	if victim < 0 {
 		t.Fatalf("only %d records acknowledged: the leader was never killed", len(acked))
 	}
@@ -85,7 +85,7 @@ func TestLeaderKill(t *testing.T) {
 		if l, _ := leader(); l < 0 || l == victim {
 			return false
 		}
-		ends, err := adm.ListEndOffsets(ctxFor(t, 5*time.Second), topic)
+		ends, err := adm.ListEndOffsets(gokit.Ctx(t, 5*time.Second), topic)
 		if err != nil || ends.Error() != nil {
 			return false
 		}
@@ -93,28 +93,5 @@ func TestLeaderKill(t *testing.T) {
 		end = o.Offset
 		return true
 	})
-	got := readPartition(t, d.Bootstrap, topic, 0, int(end), 60*time.Second)
-	seen := map[string]int{}
-	for _, r := range got {
-		seen[string(r.Value)]++
-		if seen[string(r.Value)] == 2 {
-			t.Errorf("record %s is in the log twice (offset %d)", r.Value, r.Offset)
-		}
-	}
-	lost := 0
-	for v := range acked {
-		if seen[v] == 0 {
-			lost++
-		}
-	}
-	if lost > 0 || int64(len(got)) != end {
-		t.Fatalf("%d acknowledged records lost; read %d records of %d", lost, len(got), end)
-	}
-}
-
-func firstErr(errs []error) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	return errs[0]
+	gokit.CheckAcked(t, acked, values(readPartition(t, d.Bootstrap, topic, 0, int(end), 60*time.Second)), end)
 }

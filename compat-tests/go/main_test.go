@@ -5,8 +5,6 @@
 package compat
 
 import (
-	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -23,16 +21,6 @@ var suite = &gokit.Suite{Name: "go", Client: "franz-go", Module: "github.com/twm
 	Settings: []string{"group.consumer.heartbeat.interval.ms=500"}}
 
 func TestMain(m *testing.M) { suite.Main(m) }
-
-// topicName is a fresh topic (or group) name for one test.
-func topicName(prefix string) string { return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()) }
-
-// ctxFor is a context that ends after d or with the test.
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // client is a kgo client on addrs with the options, closed when the test ends.
 func client(t *testing.T, addrs []string, opts ...kgo.Opt) *kgo.Client {
@@ -55,7 +43,7 @@ func adminOn(t *testing.T, addrs []string, opts ...kgo.Opt) *kadm.Client {
 // leads every partition.
 func createTopicRF(t *testing.T, adm *kadm.Client, topic string, partitions int32, rf int16, configs map[string]*string) {
 	t.Helper()
-	resp, err := adm.CreateTopics(ctxFor(t, 30*time.Second), partitions, rf, configs, topic)
+	resp, err := adm.CreateTopics(gokit.Ctx(t, 30*time.Second), partitions, rf, configs, topic)
 	if err == nil {
 		err = resp[topic].Err
 	}
@@ -63,7 +51,7 @@ func createTopicRF(t *testing.T, adm *kadm.Client, topic string, partitions int3
 		t.Fatalf("create topic %s: %v", topic, err)
 	}
 	gokit.WaitFor(t, 20*time.Second, "topic "+topic+" led", func() bool {
-		m, err := adm.Metadata(ctxFor(t, 5*time.Second), topic)
+		m, err := adm.Metadata(gokit.Ctx(t, 5*time.Second), topic)
 		if err != nil || m.Topics[topic].Err != nil || len(m.Topics[topic].Partitions) != int(partitions) {
 			return false
 		}
@@ -83,7 +71,7 @@ func readPartition(t *testing.T, addrs []string, topic string, partition int32, 
 	cl := client(t, addrs, append([]kgo.Opt{kgo.FetchMaxWait(200 * time.Millisecond),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}})}, opts...)...)
 	defer cl.Close()
-	ctx := ctxFor(t, timeout)
+	ctx := gokit.Ctx(t, timeout)
 	var got []*kgo.Record
 	for len(got) < n && ctx.Err() == nil {
 		fs := cl.PollFetches(ctx)

@@ -33,12 +33,12 @@ func TestSaslTLS(t *testing.T) {
 			kgo.SASL(scram.Auth{User: "admin", Pass: password}.AsSha512Mechanism())}
 	}
 	adm := adminOn(t, d.Bootstrap, secure(d.AdminPassword)...)
-	topic := topicName("sasl-tls")
+	topic := gokit.Name("sasl-tls")
 	createTopicRF(t, adm, topic, 1, 1, nil)
 	prod := client(t, d.Bootstrap, secure(d.AdminPassword)...)
 	want := []string{"s0", "s1", "s2", "s3", "s4"}
 	for _, v := range want {
-		if err := prod.ProduceSync(ctxFor(t, 20*time.Second), &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr(); err != nil {
+		if err := prod.ProduceSync(gokit.Ctx(t, 20*time.Second), &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr(); err != nil {
 			t.Fatalf("produce: %v", err)
 		}
 	}
@@ -47,11 +47,11 @@ func TestSaslTLS(t *testing.T) {
 	}
 
 	wrong := adminOn(t, d.Bootstrap, append(secure("wrong-"+d.AdminPassword), kgo.RequestRetries(0))...)
-	if _, err := wrong.ListTopics(ctxFor(t, 15*time.Second)); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+	if _, err := wrong.ListTopics(gokit.Ctx(t, 15*time.Second)); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Fatalf("a wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
 	}
 	plain := adminOn(t, d.Bootstrap, kgo.RequestRetries(0), kgo.Dialer((&net.Dialer{Timeout: 3 * time.Second}).DialContext))
-	if topics, err := plain.ListTopics(ctxFor(t, 10*time.Second)); err == nil {
+	if topics, err := plain.ListTopics(gokit.Ctx(t, 10*time.Second)); err == nil {
 		t.Fatalf("a PLAINTEXT client listed the SASL_SSL listener's topics: %v", fmt.Sprint(topics.Names()))
 	}
 }

@@ -21,12 +21,12 @@ func TestTransactions(t *testing.T) {
 	suite.Matrix.Scenario(t, gokit.Transactions, "GroupTransactSession: commit, abort, commit with the group's offsets in the txn; read_committed sees only committed")
 	addrs := []string{suite.Broker.Addr}
 	adm := adminOn(t, addrs)
-	in, out, group := topicName("txn-in"), topicName("txn-out"), topicName("txn-group")
+	in, out, group := gokit.Name("txn-in"), gokit.Name("txn-out"), gokit.Name("txn-group")
 	createTopicRF(t, adm, in, 1, 1, nil)
 	createTopicRF(t, adm, out, 1, 1, nil)
 	produceRoundRobin(t, addrs, in, 1, "in", 40)
 
-	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(addrs...), kgo.TransactionalID(topicName("franz-txn")),
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(addrs...), kgo.TransactionalID(gokit.Name("franz-txn")),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(in), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.SessionTimeout(10*time.Second))
@@ -38,7 +38,7 @@ func TestTransactions(t *testing.T) {
 	var committed, all []string
 	batch := func(name string, commit bool) {
 		t.Helper()
-		ctx := ctxFor(t, 30*time.Second)
+		ctx := gokit.Ctx(t, 30*time.Second)
 		var recs []*kgo.Record
 		for len(recs) < 10 {
 			fs := sess.PollRecords(ctx, 10-len(recs))
@@ -67,7 +67,7 @@ func TestTransactions(t *testing.T) {
 	}
 	wantOffset := func(want int64) {
 		t.Helper()
-		fetched, err := adm.FetchOffsets(ctxFor(t, 10*time.Second), group)
+		fetched, err := adm.FetchOffsets(gokit.Ctx(t, 10*time.Second), group)
 		if err != nil {
 			t.Fatal(err)
 		}
