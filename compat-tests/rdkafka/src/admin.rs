@@ -37,7 +37,9 @@ pub async fn create_topic(bootstrap: &str, topic: &str, partitions: i32, configs
 async fn wait_partitions(adm: &AdminClient<DefaultClientContext>, topic: &str, n: i32) -> Outcome {
     for _ in 0..100 {
         if let Ok(md) = adm.inner().fetch_metadata(Some(topic), Duration::from_secs(5)) {
-            if md.topics().first().is_some_and(|t| t.error().is_none() && t.partitions().len() == n as usize && t.partitions().iter().all(|p| p.leader() >= 0)) {
+            if md.topics().first().is_some_and(|t| {
+                t.error().is_none() && t.partitions().len() == n as usize && t.partitions().iter().all(|p| p.leader() >= 0)
+            }) {
                 return Ok(());
             }
         }

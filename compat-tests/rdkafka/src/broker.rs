@@ -33,9 +33,7 @@ fn free_base_port(n: u16) -> Result<u16, String> {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
     for attempt in 0..500u32 {
         let base = 20000 + ((nanos / 7 + attempt * 7919) % 40000) as u16;
-        let free = [0u16, 100, 200]
-            .iter()
-            .all(|off| (0..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", base + off + i)).is_ok()));
+        let free = [0u16, 100, 200].iter().all(|off| (0..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", base + off + i)).is_ok()));
         if free {
             return Ok(base);
         }
@@ -97,12 +95,8 @@ impl Broker {
 
     async fn spawn(dir: PathBuf, args: &[String], ready: impl Fn(&str) -> bool + Send + Sync + 'static) -> Result<Broker, String> {
         let bin = bin();
-        let mut child = Command::new(&bin)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("start {bin}: {e}"))?;
+        let mut child =
+            Command::new(&bin).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("start {bin}: {e}"))?;
         let log = Arc::new(Mutex::new(String::new()));
         let ready = Arc::new(ready);
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();

@@ -52,7 +52,8 @@ async fn create(bootstrap: &str, settings: &[(&'static str, String)], topic: &st
     }
     for _ in 0..100 {
         if let Ok(md) = adm.inner().fetch_metadata(Some(topic), Duration::from_secs(5)) {
-            if md.topics().first().is_some_and(|t| t.partitions().first().is_some_and(|p| p.leader() >= 0 && p.isr().len() == rf as usize)) {
+            if md.topics().first().is_some_and(|t| t.partitions().first().is_some_and(|p| p.leader() >= 0 && p.isr().len() == rf as usize))
+            {
                 return Ok(());
             }
         }
@@ -177,7 +178,10 @@ async fn leader_kill_on(d: &Broker) -> Outcome {
     let twice = seen.values().filter(|n| **n > 1).count();
     let lost = acked.iter().filter(|v| !seen.contains_key(*v)).count();
     if twice > 0 || lost > 0 {
-        return Err(format!("killed node {victim}: {} acked, {failed} failed; {lost} acked records lost, {twice} in the log twice", acked.len()));
+        return Err(format!(
+            "killed node {victim}: {} acked, {failed} failed; {lost} acked records lost, {twice} in the log twice",
+            acked.len()
+        ));
     }
     println!("leader-kill: killed node {victim} after {KILL_AT} records; {} acknowledged, {failed} failed", acked.len());
     Ok(())

@@ -29,15 +29,18 @@ struct Member {
 
 fn join(bootstrap: &str, group: &str, topic: &str, ledger: &Ledger) -> Result<Member, String> {
     let consumer: StreamConsumer = ctx(
-        config(bootstrap, &[
-            ("group.id", group),
-            ("auto.offset.reset", "earliest"),
-            ("enable.auto.commit", "true"),
-            ("auto.commit.interval.ms", "500"),
-            ("session.timeout.ms", "10000"),
-            ("heartbeat.interval.ms", "300"),
-            ("fetch.wait.max.ms", "100"),
-        ])
+        config(
+            bootstrap,
+            &[
+                ("group.id", group),
+                ("auto.offset.reset", "earliest"),
+                ("enable.auto.commit", "true"),
+                ("auto.commit.interval.ms", "500"),
+                ("session.timeout.ms", "10000"),
+                ("heartbeat.interval.ms", "300"),
+                ("fetch.wait.max.ms", "100"),
+            ],
+        )
         .create(),
         "consumer",
     )?;
@@ -122,7 +125,11 @@ pub async fn group_of_three(bootstrap: String) -> Outcome {
     let ledger: Ledger = Arc::default();
     let distinct = |l: &Ledger| l.lock().unwrap().len();
 
-    let (m1, m2, m3) = (join(&bootstrap, &group, &topic, &ledger)?, join(&bootstrap, &group, &topic, &ledger)?, join(&bootstrap, &group, &topic, &ledger)?);
+    let (m1, m2, m3) = (
+        join(&bootstrap, &group, &topic, &ledger)?,
+        join(&bootstrap, &group, &topic, &ledger)?,
+        join(&bootstrap, &group, &topic, &ledger)?,
+    );
     wait_for("three members to share six partitions", || shared(&[&m1, &m2, &m3], PARTS)).await?;
     wait_for("300 records consumed by three members", || distinct(&ledger) == 300).await?;
     m3.leave().await?;

@@ -19,6 +19,9 @@ use rdkafka::config::ClientConfig;
 /// One scenario's outcome: Err says what went wrong.
 pub type Outcome = Result<(), String>;
 
+/// A scenario to run: its future.
+type Scenario = std::pin::Pin<Box<dyn std::future::Future<Output = Outcome>>>;
+
 /// Turns any displayable error into the scenario's failure message, with what was being done.
 pub fn ctx<T, E: std::fmt::Display>(r: Result<T, E>, what: &str) -> Result<T, String> {
     r.map_err(|e| format!("{what}: {e}"))
@@ -77,7 +80,7 @@ async fn main() {
     };
     let addr = broker.addr.clone();
     let (mut passed, mut failed) = (0, 0);
-    let scenarios: Vec<(&str, &str, std::pin::Pin<Box<dyn std::future::Future<Output = Outcome>>>)> = vec![
+    let scenarios: Vec<(&str, &str, Scenario)> = vec![
         ("produce-consume-codecs", produce::CODECS_NOTE, Box::pin(produce::codecs(addr.clone()))),
         ("idempotent", produce::IDEMPOTENT_NOTE, Box::pin(produce::idempotent(addr.clone()))),
         ("group-of-three", group::NOTE, Box::pin(group::group_of_three(addr.clone()))),

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::error::KafkaError;
 use rdkafka::message::{Header, Headers, Message, OwnedHeaders, OwnedMessage};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
-use rdkafka::error::KafkaError;
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
 
@@ -21,10 +21,7 @@ pub const TXN_NOTE: &str = "commit, abort, commit with a group offset in each tx
 async fn send_all(p: &FutureProducer, topic: &str, partition: i32, recs: &[(String, String)]) -> Outcome {
     let sends = recs.iter().enumerate().map(|(i, (k, v))| {
         let headers = OwnedHeaders::new().insert(Header { key: "h", value: Some(&i.to_string()) });
-        p.send(
-            FutureRecord::to(topic).partition(partition).key(k).payload(v).headers(headers),
-            Duration::from_secs(30),
-        )
+        p.send(FutureRecord::to(topic).partition(partition).key(k).payload(v).headers(headers), Duration::from_secs(30))
     });
     for (i, r) in futures_util::future::join_all(sends).await.into_iter().enumerate() {
         r.map_err(|(e, _)| format!("record {i} to {topic}/{partition}: {e}"))?;
@@ -113,8 +110,7 @@ pub async fn idempotent(bootstrap: String) -> Outcome {
     let topic = unique("idempotent");
     admin::create_topic(&bootstrap, &topic, 3, &[]).await?;
     let p: FutureProducer = ctx(
-        config(&bootstrap, &[("enable.idempotence", "true"), ("max.in.flight.requests.per.connection", "5"), ("linger.ms", "1")])
-            .create(),
+        config(&bootstrap, &[("enable.idempotence", "true"), ("max.in.flight.requests.per.connection", "5"), ("linger.ms", "1")]).create(),
         "producer",
     )?;
     const N: usize = 3000;
