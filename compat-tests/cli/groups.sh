@@ -48,20 +48,8 @@ finish() {
     exit $?
 }
 
-stop_pid() { # pid, seconds to wait after SIGTERM
-    local p="$1" waited=0
-    [ -n "$p" ] && kill -0 "$p" 2>/dev/null || return 0
-    kill -TERM "$p" 2>/dev/null
-    while kill -0 "$p" 2>/dev/null && [ "$waited" -lt $(($2 * 10)) ]; do
-        sleep 0.1
-        waited=$((waited + 1))
-    done
-    if kill -0 "$p" 2>/dev/null; then
-        echo "note: pid $p ignored SIGTERM for $2 s; sending SIGKILL" >&2
-        kill -KILL "$p" 2>/dev/null
-    fi
-    wait "$p" 2>/dev/null
-}
+# stop_pid PID SECONDS: SIGTERM, then SIGKILL after SECONDS.
+. "$here/stop_pid.sh"
 cleanup() {
     stop_pid "$hold_pid" 10
     hold_pid=""

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -144,7 +143,7 @@ func sameOffsets(a, b []int64) bool {
 }
 
 func TestGroupCommitAndResume(t *testing.T) {
-	b := startBroker(t)
+	b := suite.Broker
 	adm := newAdmin(t, b)
 	const topic, group = "go-group-resume", "go-group-resume"
 	const parts, perPart = 3, 10
@@ -230,80 +229,16 @@ func TestGroupCommitAndResume(t *testing.T) {
 	}
 }
 
-// member polls in its own goroutine and tracks its assignment through the group callbacks.
-type member struct {
-	cl     *kgo.Client
-	mu     sync.Mutex
-	owned  map[int32]bool
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func startMember(t *testing.T, b *broker, group, topic string) *member {
-	m := &member{owned: map[int32]bool{}, done: make(chan struct{})}
-	m.cl = groupClient(t, b, group, topic,
-		kgo.Balancers(kgo.CooperativeStickyBalancer()),
-		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			for _, p := range a[topic] {
-				m.owned[p] = true
-			}
-		}),
-		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, r map[string][]int32) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			for _, p := range r[topic] {
-				delete(m.owned, p)
-			}
-		}),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, l map[string][]int32) {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			for _, p := range l[topic] {
-				delete(m.owned, p)
-			}
-		}),
-	)
-	ctx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
-	go func() {
-		defer close(m.done)
-		for ctx.Err() == nil {
-			m.cl.PollFetches(ctx)
-		}
-	}()
-	return m
-}
-
-func (m *member) partitions() []int32 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var ps []int32
-	for p := range m.owned {
-		ps = append(ps, p)
-	}
-	sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
-	return ps
-}
-
-func (m *member) close() {
-	m.cancel()
-	<-m.done
-	m.cl.Close()
-}
-
 func TestGroupTwoMembersSplitPartitions(t *testing.T) {
-	b := startBroker(t)
+	b := suite.Broker
 	adm := newAdmin(t, b)
 	const topic, group = "go-group-split", "go-group-split"
 	const parts = 4
 	createTopic(t, adm, topic, parts)
 
-	m1 := startMember(t, b, group, topic)
-	defer m1.close()
-	m2 := startMember(t, b, group, topic)
-	defer m2.close()
+	cooperative := kgo.Balancers(kgo.CooperativeStickyBalancer())
+	m1 := joinGroup(t, []string{b.Addr}, group, topic, nil, cooperative)
+	m2 := joinGroup(t, []string{b.Addr}, group, topic, nil, cooperative)
 
 	// Settled: each member owns 2 partitions, together all 4, and that held for a second.
 	deadline := time.Now().Add(45 * time.Second)

@@ -23,6 +23,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"sluice/compat/gokit"
 )
 
 func freePort(t *testing.T) int {
@@ -102,6 +104,7 @@ func loginFails(t *testing.T, addr string, mech sasl.Mechanism) error {
 }
 
 func TestSASLScramAndOAuthBearer(t *testing.T) {
+	suite.Matrix.Scenario(t, gokit.SaslTLS, "SASL_PLAINTEXT: SCRAM-SHA-512 (a user made with kadm) and OAUTHBEARER; wrong password and expired token refused")
 	plain, secured := freePort(t), freePort(t)
 	b := launchBroker(t,
 		fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d", plain, secured),

@@ -1,4 +1,4 @@
-// Package gokit is what the Go client suites (sarama, kafka-go) share: a `sluice serve`
+// Package gokit is what the Go client suites (franz-go, sarama, kafka-go) share: a `sluice serve`
 // process, a `sluice dev-cluster` with its nodes' pids, and the rows each suite writes for the
 // client matrix (compat-tests/matrix.sh).
 package gokit

@@ -53,3 +53,33 @@ func WaitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// CheckAcked is the leader-kill verdict: log holds a partition's values in offset order, up to
+// its end offset; every acknowledged value must be there, none twice.
+func CheckAcked(t *testing.T, acked map[string]bool, log []string, end int64) {
+	t.Helper()
+	seen := map[string]int{}
+	for i, v := range log {
+		seen[v]++
+		if seen[v] == 2 {
+			t.Errorf("record %s is in the log twice (again at offset %d)", v, i)
+		}
+	}
+	lost := 0
+	for v := range acked {
+		if seen[v] == 0 {
+			lost++
+		}
+	}
+	if lost > 0 || int64(len(log)) != end {
+		t.Fatalf("%d acknowledged records lost; read %d records of %d", lost, len(log), end)
+	}
+}
+
+// FirstErr is errs[0], or nil.
+func FirstErr(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs[0]
+}

@@ -17,29 +17,29 @@ func TestAdminClient(t *testing.T) {
 	suite.Matrix.Scenario(t, gokit.Admin, "Client: create/delete topics, describe/alter configs, partitions, list/describe/delete groups, offsets")
 	addrs := []string{suite.Broker.Addr}
 	cl := admin(addrs, nil)
-	topic, group := topicName("admin"), topicName("admin-group")
+	topic, group := gokit.Name("admin"), gokit.Name("admin-group")
 	createTopic(t, cl, topic, 2, 1, kafka.ConfigEntry{ConfigName: "retention.ms", ConfigValue: "3600000"})
-	again, err := cl.CreateTopics(ctxFor(t, 10*time.Second), &kafka.CreateTopicsRequest{
+	again, err := cl.CreateTopics(gokit.Ctx(t, 10*time.Second), &kafka.CreateTopicsRequest{
 		Topics: []kafka.TopicConfig{{Topic: topic, NumPartitions: 1, ReplicationFactor: 1}}})
 	if err != nil || !errors.Is(again.Errors[topic], kafka.TopicAlreadyExists) {
 		t.Fatalf("creating %s twice: %v %v, want TOPIC_ALREADY_EXISTS", topic, err, again.Errors)
 	}
 	wantConfig(t, cl, topic, "retention.ms", "3600000")
 	wantConfig(t, cl, topic, "cleanup.policy", "delete")
-	alt, err := cl.IncrementalAlterConfigs(ctxFor(t, 10*time.Second), &kafka.IncrementalAlterConfigsRequest{
+	alt, err := cl.IncrementalAlterConfigs(gokit.Ctx(t, 10*time.Second), &kafka.IncrementalAlterConfigsRequest{
 		Resources: []kafka.IncrementalAlterConfigsRequestResource{{ResourceType: kafka.ResourceTypeTopic, ResourceName: topic,
 			Configs: []kafka.IncrementalAlterConfigsRequestConfig{{Name: "retention.ms", Value: "7200000", ConfigOperation: kafka.ConfigOperationSet}}}}})
 	if err != nil || len(alt.Resources) != 1 || alt.Resources[0].Error != nil {
 		t.Fatalf("IncrementalAlterConfigs: %v %+v", err, alt)
 	}
 	wantConfig(t, cl, topic, "retention.ms", "7200000")
-	cp, err := cl.CreatePartitions(ctxFor(t, 10*time.Second), &kafka.CreatePartitionsRequest{
+	cp, err := cl.CreatePartitions(gokit.Ctx(t, 10*time.Second), &kafka.CreatePartitionsRequest{
 		Topics: []kafka.TopicPartitionsConfig{{Name: topic, Count: 3}}})
 	if err != nil || cp.Errors[topic] != nil {
 		t.Fatalf("CreatePartitions: %v %v", err, cp)
 	}
 	gokit.WaitFor(t, 20*time.Second, "3 partitions", func() bool {
-		m, err := cl.Metadata(ctxFor(t, 5*time.Second), &kafka.MetadataRequest{Topics: []string{topic}})
+		m, err := cl.Metadata(gokit.Ctx(t, 5*time.Second), &kafka.MetadataRequest{Topics: []string{topic}})
 		return err == nil && len(m.Topics) == 1 && len(m.Topics[0].Partitions) == 3
 	})
 
@@ -48,7 +48,7 @@ func TestAdminClient(t *testing.T) {
 	m := joinGroup(t, addrs, group, topic, l)
 	gokit.WaitFor(t, 30*time.Second, "30 records consumed", func() bool { return l.Count() == 30 })
 	m.stop(t)
-	lg, err := cl.ListGroups(ctxFor(t, 10*time.Second), &kafka.ListGroupsRequest{})
+	lg, err := cl.ListGroups(gokit.Ctx(t, 10*time.Second), &kafka.ListGroupsRequest{})
 	if err != nil || lg.Error != nil {
 		t.Fatalf("ListGroups: %v %v", err, lg)
 	}
@@ -59,21 +59,21 @@ func TestAdminClient(t *testing.T) {
 	if !found {
 		t.Fatalf("ListGroups has no consumer group %s: %+v", group, lg.Groups)
 	}
-	dg, err := cl.DescribeGroups(ctxFor(t, 10*time.Second), &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
+	dg, err := cl.DescribeGroups(gokit.Ctx(t, 10*time.Second), &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
 	if err != nil || len(dg.Groups) != 1 || dg.Groups[0].GroupState != "Empty" {
 		t.Fatalf("DescribeGroups: %v %+v", err, dg)
 	}
 	checkCommitted(t, cl, group, topic, map[int]int64{0: 10, 1: 10, 2: 10})
-	del, err := cl.DeleteGroups(ctxFor(t, 10*time.Second), &kafka.DeleteGroupsRequest{GroupIDs: []string{group}})
+	del, err := cl.DeleteGroups(gokit.Ctx(t, 10*time.Second), &kafka.DeleteGroupsRequest{GroupIDs: []string{group}})
 	if err != nil || del.Errors[group] != nil {
 		t.Fatalf("DeleteGroups: %v %v", err, del)
 	}
 
-	dt, err := cl.DeleteTopics(ctxFor(t, 10*time.Second), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
+	dt, err := cl.DeleteTopics(gokit.Ctx(t, 10*time.Second), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
 	if err != nil || dt.Errors[topic] != nil {
 		t.Fatalf("DeleteTopics: %v %v", err, dt)
 	}
-	dt, err = cl.DeleteTopics(ctxFor(t, 10*time.Second), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
+	dt, err = cl.DeleteTopics(gokit.Ctx(t, 10*time.Second), &kafka.DeleteTopicsRequest{Topics: []string{topic}})
 	if err != nil || !errors.Is(dt.Errors[topic], kafka.UnknownTopicOrPartition) {
 		t.Fatalf("deleting %s twice: %v %v, want UNKNOWN_TOPIC_OR_PARTITION", topic, err, dt.Errors)
 	}
@@ -82,7 +82,7 @@ func TestAdminClient(t *testing.T) {
 // wantConfig asserts one topic config's value through DescribeConfigs.
 func wantConfig(t *testing.T, cl *kafka.Client, topic, name, want string) {
 	t.Helper()
-	resp, err := cl.DescribeConfigs(ctxFor(t, 10*time.Second), &kafka.DescribeConfigsRequest{
+	resp, err := cl.DescribeConfigs(gokit.Ctx(t, 10*time.Second), &kafka.DescribeConfigsRequest{
 		Resources: []kafka.DescribeConfigRequestResource{{ResourceType: kafka.ResourceTypeTopic, ResourceName: topic, ConfigNames: []string{name}}}})
 	if err != nil || len(resp.Resources) != 1 || resp.Resources[0].Error != nil {
 		t.Fatalf("DescribeConfigs %s: %v %+v", topic, err, resp)

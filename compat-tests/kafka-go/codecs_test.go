@@ -19,7 +19,7 @@ func TestProduceConsumeCodecs(t *testing.T) {
 	cl := admin([]string{suite.Broker.Addr}, nil)
 	for i, codec := range codecs {
 		t.Run(names[i], func(t *testing.T) {
-			topic := topicName("codec-" + names[i])
+			topic := gokit.Name("codec-" + names[i])
 			createTopic(t, cl, topic, 1, 1)
 			w := writer([]string{suite.Broker.Addr}, topic, nil)
 			w.Compression = codec
@@ -30,7 +30,7 @@ func TestProduceConsumeCodecs(t *testing.T) {
 				msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprintf("k%d", j)), Value: []byte(value(j)),
 					Headers: []kafka.Header{{Key: "h", Value: []byte(fmt.Sprint(j))}}})
 			}
-			if err := w.WriteMessages(ctxFor(t, 30e9), msgs...); err != nil {
+			if err := w.WriteMessages(gokit.Ctx(t, 30e9), msgs...); err != nil {
 				t.Fatalf("write with %s: %v", names[i], err)
 			}
 			w.Close()

@@ -97,7 +97,7 @@ func produce(t *testing.T, addrs []string, topic, prefix string, n int) {
 	for i := 0; i < n; i++ {
 		msgs = append(msgs, kafka.Message{Value: []byte(fmt.Sprintf("%s-%d", prefix, i))})
 	}
-	if err := w.WriteMessages(ctxFor(t, 30*time.Second), msgs...); err != nil {
+	if err := w.WriteMessages(gokit.Ctx(t, 30*time.Second), msgs...); err != nil {
 		t.Fatalf("produce %s: %v", prefix, err)
 	}
 }
@@ -109,7 +109,7 @@ func TestConsumerGroupOfThree(t *testing.T) {
 	suite.Matrix.Scenario(t, gokit.GroupOfThree, "Reader with GroupID: 3 join, 1 leaves, rebalance, resume after restart; none missed or twice")
 	addrs := []string{suite.Broker.Addr}
 	cl := admin(addrs, nil)
-	topic, group := topicName("group3"), topicName("g3")
+	topic, group := gokit.Name("group3"), gokit.Name("g3")
 	createTopic(t, cl, topic, 6, 1)
 	produce(t, addrs, topic, "a", 300)
 	l := gokit.NewLedger()
@@ -139,7 +139,7 @@ func checkCommitted(t *testing.T, cl *kafka.Client, group, topic string, want ma
 	for p := range want {
 		ps = append(ps, p)
 	}
-	resp, err := cl.OffsetFetch(ctxFor(t, 10*time.Second), &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: ps}})
+	resp, err := cl.OffsetFetch(gokit.Ctx(t, 10*time.Second), &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: ps}})
 	if err != nil || resp.Error != nil {
 		t.Fatalf("offset fetch %s: %v %v", group, err, resp)
 	}

@@ -12,7 +12,7 @@ import (
 
 // leader is the partition's leader per metadata (-1 while there is none).
 func leader(t *testing.T, cl *kafka.Client, topic string) int {
-	m, err := cl.Metadata(ctxFor(t, 5*time.Second), &kafka.MetadataRequest{Topics: []string{topic}})
+	m, err := cl.Metadata(gokit.Ctx(t, 5*time.Second), &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil || len(m.Topics) != 1 || len(m.Topics[0].Partitions) != 1 {
 		return -1
 	}
@@ -27,7 +27,7 @@ func TestLeaderKill(t *testing.T) {
 	suite.Matrix.Scenario(t, gokit.LeaderKill, "3-node dev-cluster, RF=3, min.insync.replicas=2, kill -9 the leader mid-load; no acked record lost (no idempotence: retried duplicates allowed)")
 	d := gokit.DevClusterFor(t, 3)
 	cl := admin(d.Bootstrap, nil)
-	topic := topicName("leader-kill")
+	topic := gokit.Name("leader-kill")
 	createTopic(t, cl, topic, 1, 3, kafka.ConfigEntry{ConfigName: "min.insync.replicas", ConfigValue: "2"})
 	w := writer(d.Bootstrap, topic, nil)
 	w.MaxAttempts = 100
@@ -37,7 +37,7 @@ func TestLeaderKill(t *testing.T) {
 	// The Writer fails a topic its transport's cached metadata does not have yet without
 	// retrying: one record first, until the transport knows the topic.
 	gokit.WaitFor(t, 20*time.Second, "the Writer to know "+topic, func() bool {
-		return w.WriteMessages(ctxFor(t, 10*time.Second), kafka.Message{Value: []byte("warm-up")}) == nil
+		return w.WriteMessages(gokit.Ctx(t, 10*time.Second), kafka.Message{Value: []byte("warm-up")}) == nil
 	})
 	const n, batch, killAt = 3000, 20, 1000
 	acked := map[string]bool{}
@@ -47,7 +47,7 @@ func TestLeaderKill(t *testing.T) {
 		for j := i; j < i+batch; j++ {
 			msgs = append(msgs, kafka.Message{Value: []byte(fmt.Sprint(j))})
 		}
-		if err := w.WriteMessages(ctxFor(t, 60*time.Second), msgs...); err != nil {
+		if err := w.WriteMessages(gokit.Ctx(t, 60*time.Second), msgs...); err != nil {
 			failed += batch
 			t.Logf("batch at %d: %v", i, err)
 			continue
@@ -74,7 +74,7 @@ func TestLeaderKill(t *testing.T) {
 		if l := leader(t, cl, topic); l < 0 || l == victim {
 			return false
 		}
-		resp, err := cl.ListOffsets(ctxFor(t, 5*time.Second), &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: {kafka.LastOffsetOf(0)}}})
+		resp, err := cl.ListOffsets(gokit.Ctx(t, 5*time.Second), &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: {kafka.LastOffsetOf(0)}}})
 		if err != nil || len(resp.Topics[topic]) != 1 || resp.Topics[topic][0].Error != nil {
 			return false
 		}

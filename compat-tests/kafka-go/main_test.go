@@ -5,7 +5,6 @@ package kafkago
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -22,14 +21,6 @@ var suite = &gokit.Suite{Name: "kafka-go", Client: "kafka-go", Module: "github.c
 	NA: map[string]string{gokit.Idempotent: noProducerIDs, gokit.Transactions: noProducerIDs}}
 
 func TestMain(m *testing.M) { suite.Main(m) }
-
-func topicName(prefix string) string { return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()) }
-
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // transport is tr, or a plain one of the test's own: kafka-go's transports answer from
 // metadata they cache for MetadataTTL (6 s by default), and the shared default one would
@@ -52,7 +43,7 @@ func admin(addrs []string, tr *kafka.Transport) *kafka.Client {
 // createTopic makes a topic through Client.CreateTopics and waits until every partition is led.
 func createTopic(t *testing.T, cl *kafka.Client, name string, partitions, rf int, cfg ...kafka.ConfigEntry) {
 	t.Helper()
-	resp, err := cl.CreateTopics(ctxFor(t, 20*time.Second), &kafka.CreateTopicsRequest{
+	resp, err := cl.CreateTopics(gokit.Ctx(t, 20*time.Second), &kafka.CreateTopicsRequest{
 		Topics: []kafka.TopicConfig{{Topic: name, NumPartitions: partitions, ReplicationFactor: rf, ConfigEntries: cfg}}})
 	if err != nil || resp.Errors[name] != nil {
 		t.Fatalf("create topic %s: %v %v", name, err, resp)
@@ -86,7 +77,7 @@ func readPartition(t *testing.T, addrs []string, topic string, partition, n int,
 	if err := r.SetOffset(kafka.FirstOffset); err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxFor(t, 60*time.Second)
+	ctx := gokit.Ctx(t, 60*time.Second)
 	var got []kafka.Message
 	for len(got) < n {
 		m, err := r.ReadMessage(ctx)

@@ -28,7 +28,7 @@ func TestSaslTLS(t *testing.T) {
 	}
 	tr := &kafka.Transport{TLS: tlsConfig, SASL: mech}
 	cl := admin(d.Bootstrap, tr)
-	topic := topicName("sasl-tls")
+	topic := gokit.Name("sasl-tls")
 	createTopic(t, cl, topic, 1, 1)
 	w := writer(d.Bootstrap, topic, tr)
 	want := []string{"s0", "s1", "s2", "s3", "s4"}
@@ -36,7 +36,7 @@ func TestSaslTLS(t *testing.T) {
 	for _, v := range want {
 		msgs = append(msgs, kafka.Message{Value: []byte(v)})
 	}
-	if err := w.WriteMessages(ctxFor(t, 30*time.Second), msgs...); err != nil {
+	if err := w.WriteMessages(gokit.Ctx(t, 30*time.Second), msgs...); err != nil {
 		t.Fatalf("write: %v", err)
 	}
 	w.Close()

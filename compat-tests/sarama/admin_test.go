@@ -21,7 +21,7 @@ func TestClusterAdmin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer adm.Close()
-	topic, group := topicName("admin"), topicName("admin-group")
+	topic, group := gokit.Name("admin"), gokit.Name("admin-group")
 	retention := "3600000"
 	createTopic(t, addrs, config(), topic, 2, 1, map[string]*string{"retention.ms": &retention})
 	if err := adm.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false); err == nil {

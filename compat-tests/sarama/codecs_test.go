@@ -31,7 +31,7 @@ func TestProduceConsumeCodecs(t *testing.T) {
 			// Batch records so that each compressed batch holds several.
 			c.Producer.Flush.Messages = 10
 			c.Producer.Flush.Frequency = 50 * time.Millisecond
-			topic := topicName("codec-" + codec.String())
+			topic := gokit.Name("codec-" + codec.String())
 			createTopic(t, []string{suite.Broker.Addr}, c, topic, 1, 1, nil)
 			prod, err := sarama.NewAsyncProducer([]string{suite.Broker.Addr}, c)
 			if err != nil {

@@ -170,7 +170,7 @@ func TestConsumerGroupOfThree(t *testing.T) {
 	suite.Matrix.Scenario(t, gokit.GroupOfThree, "ConsumerGroup: 3 join, 1 leaves, rebalance, resume after restart; none missed or twice")
 	addrs := []string{suite.Broker.Addr}
 	const parts = 6
-	topic, group := topicName("group3"), topicName("g3")
+	topic, group := gokit.Name("group3"), gokit.Name("g3")
 	createTopic(t, addrs, config(), topic, parts, 1, nil)
 	produceValues(t, addrs, topic, parts, "a", 300)
 	l := gokit.NewLedger()

@@ -21,7 +21,7 @@ func TestIdempotentProducer(t *testing.T) {
 	c.Producer.Retry.Max = 10
 	c.Producer.Flush.Messages = 20
 	c.Producer.Flush.Frequency = 20 * time.Millisecond
-	topic := topicName("idempotent")
+	topic := gokit.Name("idempotent")
 	createTopic(t, []string{suite.Broker.Addr}, c, topic, 3, 1, nil)
 	prod, err := sarama.NewAsyncProducer([]string{suite.Broker.Addr}, c)
 	if err != nil {

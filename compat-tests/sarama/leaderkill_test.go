@@ -17,7 +17,7 @@ import (
 func TestLeaderKill(t *testing.T) {
 	suite.Matrix.Scenario(t, gokit.LeaderKill, "3-node dev-cluster, RF=3, min.insync.replicas=2, kill -9 the leader mid-load; acked all read once")
 	d := gokit.DevClusterFor(t, 3)
-	topic := topicName("leader-kill")
+	topic := gokit.Name("leader-kill")
 	minISR := "2"
 	createTopic(t, d.Bootstrap, config(), topic, 1, 3, map[string]*string{"min.insync.replicas": &minISR})
 	cl, err := sarama.NewClient(d.Bootstrap, config())
@@ -80,7 +80,7 @@ func TestLeaderKill(t *testing.T) {
 	if err := prod.Close(); err != nil {
 		t.Logf("producer close: %v", err)
 	}
-	t.Logf("%d acknowledged, %d failed (first: %v)", len(acked), len(failed), firstErr(failed))
+	t.Logf("%d acknowledged, %d failed (first: %v)", len(acked), len(failed), gokit.FirstErr(failed))
 	if victim < 0 {
 		t.Fatalf("only %d records acknowledged: the leader was never killed", len(acked))
 	}
@@ -94,28 +94,5 @@ func TestLeaderKill(t *testing.T) {
 		end, err = cl.GetOffset(topic, 0, sarama.OffsetNewest)
 		return err == nil
 	})
-	got := consumeAll(t, d.Bootstrap, config(), topic, 0, int(end), 60*time.Second)
-	seen := map[string]int{}
-	for _, m := range got {
-		seen[string(m.Value)]++
-		if seen[string(m.Value)] == 2 {
-			t.Errorf("record %s is in the log twice (offset %d)", m.Value, m.Offset)
-		}
-	}
-	lost := 0
-	for v := range acked {
-		if seen[v] == 0 {
-			lost++
-		}
-	}
-	if lost > 0 || int64(len(got)) != end {
-		t.Fatalf("%d acknowledged records lost; read %d records of %d", lost, len(got), end)
-	}
-}
-
-func firstErr(errs []error) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	return errs[0]
+	gokit.CheckAcked(t, acked, values(consumeAll(t, d.Bootstrap, config(), topic, 0, int(end), 60*time.Second)), end)
 }

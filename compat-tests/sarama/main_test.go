@@ -4,7 +4,6 @@
 package sarama
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -34,9 +33,6 @@ func config() *sarama.Config {
 	c.Metadata.Retry.Backoff = 200 * time.Millisecond
 	return c
 }
-
-// topicName is a fresh topic name for one test.
-func topicName(prefix string) string { return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()) }
 
 // createTopic makes a topic through sarama's ClusterAdmin and waits until metadata leads every
 // partition.

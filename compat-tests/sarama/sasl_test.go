@@ -57,7 +57,7 @@ func TestSaslTLS(t *testing.T) {
 		t.Fatalf("dev-cluster printed no admin password")
 	}
 	c := secureConfig(t, d, d.AdminPassword)
-	topic := topicName("sasl-tls")
+	topic := gokit.Name("sasl-tls")
 	createTopic(t, d.Bootstrap, c, topic, 1, 1, nil)
 	prod, err := sarama.NewSyncProducer(d.Bootstrap, c)
 	if err != nil {

@@ -18,11 +18,11 @@ import (
 func TestTransactions(t *testing.T) {
 	suite.Matrix.Scenario(t, gokit.Transactions, "commit, abort, commit with offsets in the txn; read_committed sees only committed")
 	addrs := []string{suite.Broker.Addr}
-	topic, group := topicName("txn"), topicName("txn-group")
+	topic, group := gokit.Name("txn"), gokit.Name("txn-group")
 	createTopic(t, addrs, config(), topic, 1, 1, nil)
 	c := config()
 	c.Producer.Idempotent = true
-	c.Producer.Transaction.ID = topicName("sarama-txn")
+	c.Producer.Transaction.ID = gokit.Name("sarama-txn")
 	c.Net.MaxOpenRequests = 1
 	c.Producer.Retry.Max = 10
 	prod, err := sarama.NewSyncProducer(addrs, c)
