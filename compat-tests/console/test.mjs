@@ -234,6 +234,24 @@ async function messageChecks(page, base, grid) {
   await screenshot(page, "messages");
 }
 
+// The Charts pane: a produce shows as a rate on its topic's line; Produce gets latency percentiles.
+async function chartChecks(page, base, c, grid) {
+  await page.goto(`${base}/#/charts`);
+  await check("the Charts pane draws a produce to the topic as a rate, and Produce's latency percentiles", async () => {
+    const led = grid.find((r) => r.leader === 1);
+    assert(led, "node 1 leads no partition");
+    await eventually("the first sample", async () => (await page.locator("#chart-sluice_records_in_total").count()) === 1);
+    await sleep(1200);
+    execFileSync(BIN, ["produce", TOPIC, "-p", String(led.partition), "-b", c.bootstrap, "--acks", "all"],
+      { input: Array.from({ length: 200 }, (_, i) => `chart-${i}`).join("\n") + "\n", timeout: 60000, stdio: "pipe" });
+    const line = page.locator(`#chart-sluice_records_in_total polyline[data-topic="${TOPIC}"]`);
+    await eventually("a records-in peak on the topic's line", async () => Number(await line.getAttribute("data-peak")) > 0);
+    const produce = await page.locator('#latency-table tr[data-api="Produce"] td').allInnerTexts();
+    assert(Number(produce[1]) > 0 && produce.slice(2, 5).every((v) => /^\d+(\.\d+)?$/.test(v)), `Produce row ${JSON.stringify(produce)}`);
+  });
+  await screenshot(page, "charts");
+}
+
 // The fault form: a fault injected on another node through this node, listed, then cleared.
 async function faultFormChecks(page, base, c) {
   await page.goto(`${base}/#/faults`);
@@ -449,6 +467,7 @@ async function browserChecks(c, base) {
     await page.goto(`${base}/#/topic/${TOPIC}`);
 
     await messageChecks(page, base, grid);
+    await chartChecks(page, base, c, grid);
     await faultFormChecks(page, base, c);
     grid = await pauseChecks(page, base, c);
 

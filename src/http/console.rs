@@ -37,6 +37,7 @@ const ASSETS: &[Asset] = &[
     asset!("groups.js", JS),
     asset!("messages.js", JS),
     asset!("faults.js", JS),
+    asset!("charts.js", JS),
 ];
 
 /// The console's routes, merged into the listener's router.

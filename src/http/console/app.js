@@ -6,8 +6,9 @@ import * as timeline from "./timeline.js";
 import * as groups from "./groups.js";
 import * as messages from "./messages.js";
 import * as faults from "./faults.js";
+import * as charts from "./charts.js";
 
-const panes = { cluster, topics, topic: topics, timeline, groups, group: groups, messages, faults };
+const panes = { cluster, topics, topic: topics, timeline, groups, group: groups, messages, faults, charts };
 const view = document.getElementById("view");
 let unmount = null;
 
