@@ -141,7 +141,9 @@ fn parse_produce(body: &[u8]) -> Result<Produced, String> {
     };
     let headers = match v.get("headers") {
         None | Some(Value::Null) => vec![],
-        Some(Value::Object(h)) => h.iter().map(|(k, x)| Ok((k.clone(), text(&format!("header '{k}'"), Some(x))?))).collect::<Result<_, String>>()?,
+        Some(Value::Object(h)) => {
+            h.iter().map(|(k, x)| Ok((k.clone(), text(&format!("header '{k}'"), Some(x))?))).collect::<Result<_, String>>()?
+        }
         Some(other) => return Err(format!("headers must be an object of name to text, not {other}")),
     };
     Ok(Produced { key: text("key", v.get("key"))?, value: text("value", v.get("value"))?, headers })
@@ -158,10 +160,13 @@ pub(super) async fn produce(State(ctx): State<Ctx>, Path((name, p)): Path<(Strin
     };
     let now = crate::clock::now_ms();
     let headers: Vec<records::Header> = rec.headers.iter().map(|(k, v)| (k.as_str(), v.as_deref().map(str::as_bytes))).collect();
-    let batch = records::build_with_headers(&[(rec.key.as_deref().map(str::as_bytes), rec.value.as_deref().map(str::as_bytes), &headers)], now);
+    let batch =
+        records::build_with_headers(&[(rec.key.as_deref().map(str::as_bytes), rec.value.as_deref().map(str::as_bytes), &headers)], now);
     let refused = |e: crate::error::Error| {
+        // The cluster's state refused it, not the request: LEADER_NOT_AVAILABLE,
+        // NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, BROKER_NOT_AVAILABLE, NOT_ENOUGH_REPLICAS(_AFTER_APPEND).
         let status = match e.code() {
-            6 | 5 | 7 | 8 | 19 | 20 => StatusCode::CONFLICT,
+            5 | 6 | 7 | 8 | 19 | 20 => StatusCode::CONFLICT,
             _ => StatusCode::BAD_REQUEST,
         };
         error(status, format!("{} ({}): {}", crate::error::code_name(e.code()), e.code(), e.message()))

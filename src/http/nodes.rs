@@ -29,7 +29,10 @@ pub(super) fn control(ctx: &Ctx) -> Result<PathBuf, Response> {
         return Err(error(StatusCode::FORBIDDEN, crate::fault::AddError::Disabled.to_string()));
     }
     ctx.control.clone().ok_or_else(|| {
-        error(StatusCode::FORBIDDEN, "node control is off: this node was not started by `sluice dev-cluster` (dev.control.socket is empty)".into())
+        error(
+            StatusCode::FORBIDDEN,
+            "node control is off: this node was not started by `sluice dev-cluster` (dev.control.socket is empty)".into(),
+        )
     })
 }
 
@@ -56,10 +59,12 @@ async fn status(socket: PathBuf) -> Result<Vec<Value>, Response> {
 /// Node `id` of the list, or a 400/404 naming the valid ones.
 fn find(list: &[Value], id: &str) -> Result<Value, Response> {
     let known: Vec<String> = list.iter().map(|n| n["node"].to_string()).collect();
-    let n: u16 = id.trim().parse().map_err(|_| error(StatusCode::BAD_REQUEST, format!("a node id is a small unsigned integer, not '{id}'")))?;
-    list.iter().find(|x| x["node"].as_u64() == Some(n as u64)).cloned().ok_or_else(|| {
-        error(StatusCode::NOT_FOUND, format!("unknown node {n}; this cluster has nodes {}", known.join(",")))
-    })
+    let n: u16 =
+        id.trim().parse().map_err(|_| error(StatusCode::BAD_REQUEST, format!("a node id is a small unsigned integer, not '{id}'")))?;
+    list.iter()
+        .find(|x| x["node"].as_u64() == Some(n as u64))
+        .cloned()
+        .ok_or_else(|| error(StatusCode::NOT_FOUND, format!("unknown node {n}; this cluster has nodes {}", known.join(","))))
 }
 
 pub(super) async fn list(State(ctx): State<Ctx>) -> Response {
