@@ -271,17 +271,24 @@ async function faultFormChecks(page, base, c) {
   });
 }
 
+/** Clicks the Faults pane's `command` button for `node` and waits for the node's row to
+ * show `state`; `after` checks more. */
+async function nodeButton(page, base, node, command, state, after = async () => {}) {
+  await page.goto(`${base}/#/faults`);
+  await check(`the Faults pane's ${command} button leaves node ${node} ${state}`, async () => {
+    await page.click(`#nodes button[data-node="${node}"][data-command="${command}"]`, { timeout: 10000 });
+    await eventually(`node ${node} shown ${state}`, async () =>
+      (await page.locator(`#nodes tr[data-node="${node}"]`).getAttribute("data-state")) === state, 30000);
+    await after();
+  });
+}
+
 // Done-means 3: pausing a follower from the console takes it out of the ISR (partitions
 // under-replicated); resuming brings it back.
 async function pauseChecks(page, base, c) {
   const controller = (await (await fetch(base + "/v1/cluster")).json()).controller_id;
   const paused = [2, 3].find((n) => n !== controller) ?? 3;
-  await page.goto(`${base}/#/faults`);
-  await check(`the Faults pane pauses node ${paused}`, async () => {
-    await page.click(`#nodes button[data-node="${paused}"][data-command="pause"]`, { timeout: 10000 });
-    await eventually("the node shown paused", async () =>
-      (await page.locator(`#nodes tr[data-node="${paused}"]`).getAttribute("data-state")) === "paused");
-  });
+  await nodeButton(page, base, paused, "pause", "paused");
   await page.goto(`${base}/#/topic/${TOPIC}`);
   await check(`node ${paused}, paused, leaves every ISR and the partitions are marked under-replicated`, async () => {
     await eventually("no ISR with the paused node", async () => {
@@ -290,12 +297,7 @@ async function pauseChecks(page, base, c) {
     }, 30000);
   });
   await screenshot(page, "partition-grid-paused");
-  await page.goto(`${base}/#/faults`);
-  await check(`the Faults pane resumes node ${paused}`, async () => {
-    await page.click(`#nodes button[data-node="${paused}"][data-command="resume"]`, { timeout: 10000 });
-    await eventually("the node shown running", async () =>
-      (await page.locator(`#nodes tr[data-node="${paused}"]`).getAttribute("data-state")) === "running");
-  });
+  await nodeButton(page, base, paused, "resume", "running");
   await page.goto(`${base}/#/topic/${TOPIC}`);
   await check(`node ${paused}, resumed, is back in every ISR`, async () => {
     await eventually("full ISRs again", async () => {
@@ -308,14 +310,8 @@ async function pauseChecks(page, base, c) {
 
 // The restart button brings the killed node back.
 async function restartCheck(page, base, victim) {
-  await page.goto(`${base}/#/faults`);
-  await check(`the Faults pane restarts node ${victim}`, async () => {
-    await page.click(`#nodes button[data-node="${victim}"][data-command="restart"]`, { timeout: 10000 });
-    await eventually("the node shown running", async () =>
-      (await page.locator(`#nodes tr[data-node="${victim}"]`).getAttribute("data-state")) === "running", 30000);
-    await eventually("the broker live again", async () =>
-      (await (await fetch(base + "/v1/brokers")).json()).some((b) => b.broker_id === victim && b.live), 30000);
-  });
+  await nodeButton(page, base, victim, "restart", "running", () => eventually("the broker live again", async () =>
+    (await (await fetch(base + "/v1/brokers")).json()).some((b) => b.broker_id === victim && b.live), 30000));
 }
 
 // A scenario started with its button narrates into the timeline. It may go on to kill a
@@ -475,13 +471,8 @@ async function browserChecks(c, base) {
     // the Faults pane's own button.
     const victim = grid.map((r) => r.leader).find((l) => l !== 1) ?? 2;
     const led = grid.filter((r) => r.leader === victim).map((r) => r.partition);
-    await page.goto(`${base}/#/faults`);
-    await check(`the Faults pane's kill button kills node ${victim}`, async () => {
-      await page.click(`#nodes button[data-node="${victim}"][data-command="kill"]`, { timeout: 10000 });
-      await eventually("the node shown dead", async () =>
-        (await page.locator(`#nodes tr[data-node="${victim}"]`).getAttribute("data-state")) === "dead");
-      assert(!processAlive(c.nodes[victim].pid), `pid ${c.nodes[victim].pid} still runs`);
-    });
+    await nodeButton(page, base, victim, "kill", "dead", async () =>
+      assert(!processAlive(c.nodes[victim].pid), `pid ${c.nodes[victim].pid} still runs`));
     await shot("faults-after-kill");
     const killedAt = Date.now();
     await page.goto(`${base}/#/topic/${TOPIC}`);
