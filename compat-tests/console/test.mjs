@@ -137,6 +137,37 @@ async function httpChecks(base) {
       assert(/offset|limit/.test(body.error), `body ${JSON.stringify(body)}`);
     });
   }
+  const bad = [
+    ["GET", `/v1/topics/${TOPIC}/partitions/0/records?offset=x`, 400, /offset/],
+    ["GET", `/v1/topics/${TOPIC}/partitions/0/records?offset=1&timestamp=1`, 400, /not both/],
+    ["GET", `/v1/topics/${TOPIC}/partitions/0/records?limit=0`, 400, /limit/],
+    ["GET", `/v1/topics/${TOPIC}/partitions/x/records`, 400, /partition/],
+    ["GET", `/v1/topics/${TOPIC}/partitions/99/records`, 404, /no partition 99/],
+    ["GET", "/v1/topics/no-such-topic/partitions/0/records", 404, /unknown topic/],
+    ["POST", `/v1/topics/${TOPIC}/partitions/0/records`, 400, /JSON object/, "not json"],
+    ["POST", `/v1/topics/${TOPIC}/partitions/0/records`, 400, /unknown field 'kee'/, '{"kee": "x"}'],
+    ["POST", `/v1/topics/${TOPIC}/partitions/0/records`, 400, /value must be text/, '{"value": 5}'],
+    ["POST", "/v1/topics/no-such-topic/partitions/0/records", 404, /unknown topic/, '{"value": "v"}'],
+    ["POST", "/v1/nodes/9/kill", 404, /unknown node 9/],
+    ["POST", "/v1/nodes/x/kill", 400, /node id/],
+    ["POST", "/v1/nodes/2/explode", 400, /unknown node command/],
+    ["POST", "/v1/scenarios/no-such-scenario", 404, /unknown scenario/],
+    ["POST", "/v1/nodes/2/faults", 400, /kind/, '{"kind": "nope"}'],
+  ];
+  for (const [method, path, status, reason, body] of bad) {
+    await check(`${method} ${path} is a JSON ${status} with a reason`, async () => {
+      const r = await fetch(base + path, { method, body, headers: body ? { "content-type": "application/json" } : {} });
+      const answer = await r.json();
+      assert(r.status === status, `status ${r.status}: ${JSON.stringify(answer)}`);
+      assert(reason.test(answer.error), `error ${JSON.stringify(answer)}`);
+    });
+  }
+  await check("GET /v1/nodes lists the dev-cluster's three nodes and GET /v1/scenarios its scenarios", async () => {
+    const n = await (await fetch(base + "/v1/nodes")).json();
+    assert(n.nodes.length === 3 && n.nodes.every((x) => x.state === "running") && n.this_node === 1, JSON.stringify(n));
+    const sc = await (await fetch(base + "/v1/scenarios")).json();
+    assert(sc.scenarios.some((x) => x.name === "leader-crash") && sc.running === null, JSON.stringify(sc));
+  });
   for (const path of ["/console/nope.js", "/nope", "/v1/nope", "/console/../Cargo.toml"]) {
     await check(`GET ${path} is a JSON 404`, async () => {
       const r = await fetch(base + path);
@@ -148,13 +179,211 @@ async function httpChecks(base) {
   }
 }
 
+
+/** Saves a screenshot of the page as a test artifact. */
+function screenshot(page, name, fullPage = true) {
+  return page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage }).catch(() => {});
+}
+
+function processAlive(pid) {
+  try { process.kill(pid, 0); return true; } catch { return false; }
+}
+
+/** The grid's rows: partition, leader, ISR and state class. */
+function gridRows(page) {
+  return page.locator("#grid tbody tr").evaluateAll((trs) => trs.map((tr) => ({
+    partition: Number(tr.dataset.partition), leader: Number(tr.dataset.leader), isr: tr.dataset.isr.split(",").filter(Boolean).map(Number), state: tr.className })));
+}
+
+// Done-means 4: a record produced from the console is found in its browser with its key and headers.
+async function messageChecks(page, base, grid) {
+  // A partition node 1 does not lead: the record goes to its leader as a Produce request.
+  const p = (grid.find((r) => r.leader !== 1) || grid[0]).partition;
+  await page.goto(`${base}/#/messages/${TOPIC}?partition=${p}`);
+  await check(`a record produced from the Messages pane to ${TOPIC}-${p} is browsed back with its key and headers`, async () => {
+    await eventually("the topic list", async () => (await page.locator("#msg-topic").inputValue()) === TOPIC);
+    await page.fill("#produce-key", "console-key");
+    await page.fill("#produce-value", '{"order": 42, "items": ["tea"]}');
+    await page.fill("#produce-headers", "trace-id=abc-123\nsource=console");
+    await page.click("#produce");
+    const offset = await eventually("the produced offset", async () => page.locator("#produce-result").getAttribute("data-offset"));
+    await page.selectOption("#msg-mode", "offset");
+    await page.fill("#msg-from", offset);
+    // A follower learns the high watermark on its next fetch: load until the record shows.
+    const row = page.locator(`#records tr[data-offset="${offset}"]`);
+    await eventually("the record in the browser", async () => { await page.click("#msg-load"); return (await row.count()) === 1; });
+    const text = await row.innerText();
+    for (const want of ["console-key", "trace-id: abc-123", "source: console", '"order":42']) {
+      assert(text.replace(/\s/g, "").includes(want.replace(/\s/g, "")), `row "${text}" lacks ${want}`);
+    }
+    await page.selectOption("#msg-view", "hex");
+    const hex = [...Buffer.from("console-key")].map((b) => b.toString(16).padStart(2, "0")).join(" ");
+    assert((await row.locator("td.key").innerText()).includes(hex), "the hex view does not show the key's bytes");
+    await page.selectOption("#msg-view", "json");
+    assert((await row.locator("td.value pre").innerText()).includes('"order": 42'), "the JSON view does not pretty-print the value");
+  });
+  await check("browsing from a timestamp starts at the first record at or after it", async () => {
+    await page.selectOption("#msg-mode", "timestamp");
+    await page.fill("#msg-from", String(Date.now() + 3600e3));
+    await page.click("#msg-load");
+    await eventually("no record after an hour from now", async () => (await page.locator("#msg-info").innerText()).includes("0 records"));
+    await page.fill("#msg-from", "0");
+    await page.click("#msg-load");
+    await eventually("records from the start", async () => (await page.locator("#records tbody tr").count()) >= 1);
+  });
+  await screenshot(page, "messages");
+}
+
+// The Charts pane: a produce shows as a rate on its topic's line; Produce gets latency percentiles.
+async function chartChecks(page, base, c, grid) {
+  await page.goto(`${base}/#/charts`);
+  await check("the Charts pane draws a produce to the topic as a rate, and Produce's latency percentiles", async () => {
+    const led = grid.find((r) => r.leader === 1);
+    assert(led, "node 1 leads no partition");
+    await eventually("the first sample", async () => (await page.locator("#chart-sluice_records_in_total").count()) === 1);
+    await sleep(1200);
+    execFileSync(BIN, ["produce", TOPIC, "-p", String(led.partition), "-b", c.bootstrap, "--acks", "all"],
+      { input: Array.from({ length: 200 }, (_, i) => `chart-${i}`).join("\n") + "\n", timeout: 60000, stdio: "pipe" });
+    const line = page.locator(`#chart-sluice_records_in_total polyline[data-topic="${TOPIC}"]`);
+    await eventually("a records-in peak on the topic's line", async () => Number(await line.getAttribute("data-peak")) > 0);
+    const produce = await page.locator('#latency-table tr[data-api="Produce"] td').allInnerTexts();
+    assert(Number(produce[1]) > 0 && produce.slice(2, 5).every((v) => /^\d+(\.\d+)?$/.test(v)), `Produce row ${JSON.stringify(produce)}`);
+  });
+  await screenshot(page, "charts");
+}
+
+// The fault form: a fault injected on another node through this node, listed, then cleared.
+async function faultFormChecks(page, base, c) {
+  await page.goto(`${base}/#/faults`);
+  await check("the Faults pane injects an error on node 3 and clears it", async () => {
+    await eventually("the fault form", async () => (await page.locator("#fault-node").count()) === 1);
+    await page.selectOption("#fault-node", "3");
+    await page.selectOption("#fault-kind", "inject");
+    await page.fill("#fault-api", "ListOffsets");
+    await page.fill("#fault-error", "UNKNOWN_SERVER_ERROR");
+    await page.click("#fault-add");
+    const listed = async () => (await (await fetch(`http://${c.nodes[3].http}/v1/faults`)).json()).faults;
+    await eventually("the fault on node 3", async () => (await listed()).some((f) => f.kind === "inject" && f.api === "ListOffsets"));
+    await eventually("the fault in the pane", async () => (await page.locator("#active-faults").innerText()).includes("ListOffsets"));
+    await screenshot(page, "faults");
+    await page.click("#fault-clear");
+    await eventually("no fault on node 3", async () => (await listed()).length === 0);
+  });
+}
+
+/** Clicks the Faults pane's `command` button for `node` and waits for the node's row to
+ * show `state`; `after` checks more. */
+async function nodeButton(page, base, node, command, state, after = async () => {}) {
+  await page.goto(`${base}/#/faults`);
+  await check(`the Faults pane's ${command} button leaves node ${node} ${state}`, async () => {
+    await page.click(`#nodes button[data-node="${node}"][data-command="${command}"]`, { timeout: 10000 });
+    await eventually(`node ${node} shown ${state}`, async () =>
+      (await page.locator(`#nodes tr[data-node="${node}"]`).getAttribute("data-state")) === state, 30000);
+    await after();
+  });
+}
+
+// Done-means 3: pausing a follower from the console takes it out of the ISR (partitions
+// under-replicated); resuming brings it back.
+async function pauseChecks(page, base, c) {
+  const controller = (await (await fetch(base + "/v1/cluster")).json()).controller_id;
+  const paused = [2, 3].find((n) => n !== controller) ?? 3;
+  await nodeButton(page, base, paused, "pause", "paused");
+  await page.goto(`${base}/#/topic/${TOPIC}`);
+  await check(`node ${paused}, paused, leaves every ISR and the partitions are marked under-replicated`, async () => {
+    await eventually("no ISR with the paused node", async () => {
+      const rows = await gridRows(page);
+      return rows.length === 6 && rows.every((r) => !r.isr.includes(paused) && r.leader >= 0 && r.state === "under-replicated");
+    }, 30000);
+  });
+  await screenshot(page, "partition-grid-paused");
+  await nodeButton(page, base, paused, "resume", "running");
+  await page.goto(`${base}/#/topic/${TOPIC}`);
+  await check(`node ${paused}, resumed, is back in every ISR`, async () => {
+    await eventually("full ISRs again", async () => {
+      const rows = await gridRows(page);
+      return rows.length === 6 && rows.every((r) => r.isr.length === 3 && r.state === "");
+    }, 30000);
+  });
+  return gridRows(page);
+}
+
+// The restart button brings the killed node back.
+async function restartCheck(page, base, victim) {
+  await nodeButton(page, base, victim, "restart", "running", () => eventually("the broker live again", async () =>
+    (await (await fetch(base + "/v1/brokers")).json()).some((b) => b.broker_id === victim && b.live), 30000));
+}
+
+// A scenario started with its button narrates into the timeline. It may go on to kill a
+// node, so it runs last; stopping the cluster ends it (it is a child of node 1).
+async function scenarioCheck(page, base) {
+  await page.goto(`${base}/#/faults`);
+  await check("a scenario run from the Faults pane narrates into the timeline", async () => {
+    await page.click('#scenarios button[data-scenario="min-isr"]', { timeout: 10000 });
+    await eventually("the run reported", async () => (await page.locator("#fault-result").innerText()).includes("started"));
+    await page.goto(`${base}/#/timeline`);
+    await eventually("scenario_step rows", async () => {
+      const rows = await page.locator('#events tbody tr[data-type="scenario_step"]').allInnerTexts();
+      return rows.some((r) => r.includes("scenario min-isr")) && rows.some((r) => r.includes("created min-isr-"));
+    }, 30000);
+  });
+  await screenshot(page, "timeline-scenario", false);
+}
+
+// Done-means 7: a node without fault.injection.enable shows no fault control, and every
+// fault endpoint refuses, though it names the running dev-cluster's real control socket.
+async function refusalChecks(c, dir) {
+  const port = await freeBase();
+  const [kafka, http] = [`127.0.0.1:${port}`, `127.0.0.1:${port + 200}`];
+  const proc = spawn(BIN, ["serve", "--node-id", "1", "--listen", kafka, "--advertise", kafka, "--data-dir", join(dir, "plain"),
+    "--set", `http.listener=${http}`, "--set", `dev.control.socket=${join(dir, "cluster", "control.sock")}`], { stdio: "ignore" });
+  const base = `http://${http}`;
+  try {
+    await eventually("the plain node's HTTP listener", async () => (await fetch(base + "/v1/cluster")).ok, 30000);
+    const pids = Object.values(c.nodes).map((n) => n.pid);
+    for (const [method, path, body] of [["GET", "/v1/faults"], ["POST", "/v1/faults", '{"kind": "isolate"}'], ["DELETE", "/v1/faults"],
+      ["GET", "/v1/nodes"], ["POST", "/v1/nodes/3/kill"], ["POST", "/v1/nodes/3/pause"], ["GET", "/v1/nodes/3/faults"],
+      ["GET", "/v1/scenarios"], ["POST", "/v1/scenarios/min-isr"]]) {
+      await check(`without fault.injection.enable, ${method} ${path} is a JSON 403`, async () => {
+        const r = await fetch(base + path, { method, body });
+        const answer = await r.json();
+        assert(r.status === 403, `status ${r.status}: ${JSON.stringify(answer)}`);
+        assert(/fault.injection.enable/.test(answer.error), JSON.stringify(answer));
+      });
+    }
+    await check("the refused kill left the dev-cluster's nodes running", async () => {
+      const n = await (await fetch(`http://${c.nodes[1].http}/v1/nodes`)).json();
+      assert(n.nodes.every((x) => x.state === "running"), JSON.stringify(n.nodes));
+    });
+    const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 800 } });
+      await page.goto(base + "/");
+      await check("without fault.injection.enable the console has no Faults link and the pane no controls", async () => {
+        await eventually("the node line", async () => (await page.locator("#node").innerText()).includes("node 1"));
+        await sleep(500);
+        assert(await page.locator('nav a[data-pane="faults"]').isHidden(), "the Faults link is shown");
+        await page.goto(base + "/#/faults");
+        await eventually("the refusal", async () => (await page.locator("#faults-off").innerText()).includes("fault.injection.enable"));
+        assert((await page.locator("button").count()) === 0, "the pane has buttons");
+      });
+      await screenshot(page, "faults-off");
+    } finally {
+      await browser.close();
+    }
+  } finally {
+    proc.kill("SIGTERM");
+    await new Promise((r) => (proc.exitCode !== null ? r() : proc.once("exit", r)));
+  }
+}
+
 // --- the browser -------------------------------------------------------------------------
 async function browserChecks(c, base) {
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   const pageErrors = [];
   page.on("pageerror", (e) => pageErrors.push(e.message));
-  const shot = (name, fullPage = true) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage }).catch(() => {});
+  const shot = (name, fullPage = true) => screenshot(page, name, fullPage);
   try {
     await page.goto(base + "/");
     await check("the landing page lists the three brokers with their addresses", async () => {
@@ -233,12 +462,21 @@ async function browserChecks(c, base) {
     await shot("group");
     await page.goto(`${base}/#/topic/${TOPIC}`);
 
-    // Kill a node that leads something, not node 1 (whose listener serves this page).
+    await messageChecks(page, base, grid);
+    await chartChecks(page, base, c, grid);
+    await faultFormChecks(page, base, c);
+    grid = await pauseChecks(page, base, c);
+
+    // Kill a node that leads something, not node 1 (whose listener serves this page), with
+    // the Faults pane's own button.
     const victim = grid.map((r) => r.leader).find((l) => l !== 1) ?? 2;
     const led = grid.filter((r) => r.leader === victim).map((r) => r.partition);
-    process.kill(c.nodes[victim].pid, "SIGKILL");
+    await nodeButton(page, base, victim, "kill", "dead", async () =>
+      assert(!processAlive(c.nodes[victim].pid), `pid ${c.nodes[victim].pid} still runs`));
+    await shot("faults-after-kill");
     const killedAt = Date.now();
-    await check(`after kill -9 of node ${victim} the grid moves its partitions' leaders and shrinks their ISRs`, async () => {
+    await page.goto(`${base}/#/topic/${TOPIC}`);
+    await check(`after the kill of node ${victim} the grid moves its partitions' leaders and shrinks their ISRs`, async () => {
       await eventually("no partition led by or in sync on the killed node", async () => {
         const rows = await page.locator("#grid tbody tr").evaluateAll((trs) => trs.map((tr) => ({
           leader: Number(tr.dataset.leader), isr: tr.dataset.isr.split(",").map(Number), state: tr.className })));
@@ -283,6 +521,8 @@ async function browserChecks(c, base) {
       await eventually("all three again", async () => JSON.stringify(await names()) === JSON.stringify(all));
     });
     await shot("topics");
+    await restartCheck(page, base, victim);
+    await scenarioCheck(page, base);
     await check("the pages raised no script error", async () => assert(pageErrors.length === 0, pageErrors.join("; ")));
   } finally {
     await browser.close();
@@ -301,6 +541,7 @@ try {
   sluice(cluster, "topic", "create", WIDE, "-p", "250", "-r", "1");
   execFileSync(BIN, ["produce", TOPIC, "-b", cluster.bootstrap, "--acks", "all"], { input: "a\nb\nc\nd\ne\nf\n", timeout: 60000, stdio: "pipe" });
   await httpChecks(base);
+  await refusalChecks(cluster, dir);
   await browserChecks(cluster, base);
 } catch (e) {
   failed++;

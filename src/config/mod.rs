@@ -260,6 +260,14 @@ pub static KEYS: &[KeyDef] = &[
         false,
         "Allow faults to be injected on this node through the HTTP listener's /v1/faults (Sluice's own key; faults never survive a restart)."
     ),
+    key!(
+        "dev.control.socket",
+        Some(""),
+        String,
+        broker,
+        false,
+        "The control socket of the sluice dev-cluster that started this node (Sluice's own key, set by dev-cluster): with fault.injection.enable, /v1/nodes kills, pauses, resumes and restarts its nodes; empty: off."
+    ),
     key!("log.format", Some("text"), String, broker, false, "Log lines as text for people, or json: one JSON object per line (Sluice's own key)."),
     key!("num.partitions", Some("1"), Int, broker, false, "Partitions of an auto-created topic."),
     key!("default.replication.factor", Some("1"), Int, broker, false, "Replication factor of an auto-created topic."),

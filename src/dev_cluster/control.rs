@@ -8,28 +8,11 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::nodes::{Nodes, Refusal};
 
-/// The socket's file name inside the data dir.
-pub const SOCKET: &str = "control.sock";
-
-/// Where the control socket of the dev-cluster with data dir `dir` is.
-pub fn socket_path(dir: &Path) -> PathBuf {
-    dir.join(SOCKET)
-}
-
-/// One command on the socket.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Request {
-    /// kill, restart, pause, resume or status.
-    pub command: String,
-    /// The node, for every command but status.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node: Option<u16>,
-}
+pub use crate::fault::nodes::{socket_path, Request, SOCKET};
 
 /// The listening socket; the file is removed when this is dropped.
 pub struct Control {

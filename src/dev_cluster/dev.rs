@@ -2,16 +2,12 @@
 //! running `sluice dev-cluster`, which it finds by its data dir and asks over the control
 //! socket (see [`super::control`]) to act on its own children.
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
-use super::control::{socket_path, Request};
-use super::nodes::READY_TIMEOUT;
+use super::control::Request;
 
 /// `sluice dev ...`.
 #[derive(Args, Debug)]
@@ -55,40 +51,7 @@ impl DevCommand {
     }
 }
 
-/// Why `sluice dev` failed.
-#[derive(Debug, thiserror::Error)]
-pub enum DevError {
-    #[error("no dev-cluster running at {0} (no {1}); start one with `sluice dev-cluster --data-dir {0}`")]
-    NotRunning(String, String),
-    #[error("dev-cluster at {0}: {1}")]
-    Io(String, String),
-    /// The dev-cluster refused the command.
-    #[error("{0}")]
-    Refused(String),
-}
-
-/// Sends one command to the dev-cluster at `dir`; its answer when it did it.
-pub fn send(dir: &Path, req: &Request) -> Result<Value, DevError> {
-    let path = socket_path(dir);
-    let shown = dir.display().to_string();
-    let not_running = || DevError::NotRunning(shown.clone(), path.display().to_string());
-    let io = |e: std::io::Error| DevError::Io(shown.clone(), e.to_string());
-    // A socket file nobody listens on is what a SIGKILLed dev-cluster leaves behind.
-    let stream = UnixStream::connect(&path).map_err(|_| not_running())?;
-    // A restart waits for the node to be ready.
-    stream.set_read_timeout(Some(READY_TIMEOUT + Duration::from_secs(10))).map_err(io)?;
-    let mut line = serde_json::to_vec(req).map_err(|e| DevError::Io(shown.clone(), e.to_string()))?;
-    line.push(b'\n');
-    (&stream).write_all(&line).map_err(io)?;
-    let mut answer = String::new();
-    BufReader::new(&stream).read_line(&mut answer).map_err(io)?;
-    let v: Value = serde_json::from_str(&answer).map_err(|e| DevError::Io(shown.clone(), format!("bad answer: {e}")))?;
-    if v["ok"].as_bool() == Some(true) {
-        Ok(v)
-    } else {
-        Err(DevError::Refused(v["error"].as_str().unwrap_or("refused").to_string()))
-    }
-}
+pub use crate::fault::nodes::{send, DevError};
 
 /// Runs `sluice dev ...`; the result is the exit code.
 pub fn run(args: &DevArgs) -> i32 {

@@ -61,6 +61,8 @@ impl Spec {
             ("fault.injection.enable", "true".to_string()),
         ];
         let sets: Vec<String> = self.set.iter().map(|s| s.replace("{node.id}", &i.to_string())).collect();
+        // So the node's HTTP listener (its console's Faults pane) can ask for node faults.
+        let control = std::path::absolute(control::socket_path(&self.data_dir))?.to_string_lossy().into_owned();
         c.arg("serve");
         match files {
             None => {
@@ -77,6 +79,7 @@ impl Spec {
                     c.args(["--set", s]);
                 }
                 c.args(["--set", &format!("http.listener={}", self.http_listener(i))]);
+                c.args(["--set", &format!("dev.control.socket={control}")]);
             }
             Some(f) => {
                 // Everything in one config file, so `sluice serve --config <it>` restarts the node.
@@ -93,6 +96,7 @@ impl Spec {
                     s.insert(k.trim().into(), v.trim().into());
                 }
                 s.insert("http.listener".into(), self.http_listener(i));
+                s.insert("dev.control.socket".into(), control);
                 let path = f.dir.join(format!("node-{i}")).join("config.toml");
                 std::fs::write(&path, secure::toml(&s))?;
                 c.arg("--config").arg(path);

@@ -11,6 +11,7 @@
 //! The bottom layer: it imports nothing from the crate, so every layer can consult it.
 
 pub mod names;
+pub mod nodes;
 pub mod spec;
 
 #[cfg(test)]

@@ -35,6 +35,9 @@ const ASSETS: &[Asset] = &[
     asset!("topics.js", JS),
     asset!("timeline.js", JS),
     asset!("groups.js", JS),
+    asset!("messages.js", JS),
+    asset!("faults.js", JS),
+    asset!("charts.js", JS),
 ];
 
 /// The console's routes, merged into the listener's router.

@@ -1,15 +1,21 @@
 //! The node's HTTP listener (`http.listener`, or its older name `metrics.listener`):
 //! `/metrics` in the Prometheus text format, a JSON API under `/v1/` (cluster, brokers,
-//! topics, groups, health, events), the fault endpoints (`/v1/faults`) and the web console
-//! at `/` (`console.rs`), axum on hyper.
+//! topics, groups, health, events), the fault endpoints (`/v1/faults`, and for a node of a
+//! dev-cluster `/v1/nodes` and `/v1/scenarios`), a partition's records
+//! (`/v1/topics/{name}/partitions/{p}/records`) and the web console at `/` (`console.rs`),
+//! axum on hyper.
 //!
 //! [`router`] is the merge point for more pages: merge a `Router` into it before [`serve`].
-//! Every route reads the broker's shared services; none changes them, except `/v1/faults`,
-//! which changes only the node's fault registry.
+//! Every route reads the broker's shared services; none changes them, except `/v1/faults`
+//! (the node's fault registry), `/v1/nodes` and `/v1/scenarios` (which ask the dev-cluster
+//! to act), and a produced record, which goes through the leader's produce path.
 
 mod console;
 mod events;
 mod faults;
+mod messages;
+mod nodes;
+mod scenarios;
 mod views;
 
 use std::net::SocketAddr;
@@ -29,11 +35,15 @@ pub struct Ctx {
     pub broker: Arc<Broker>,
     /// Becomes true on shutdown: open event streams end then.
     pub shutdown: watch::Receiver<bool>,
+    /// The dev-cluster's control socket (`dev.control.socket`), if a dev-cluster started this node.
+    pub control: Option<std::path::PathBuf>,
 }
 
 /// Every route of the listener.
 pub fn router(broker: Arc<Broker>, shutdown: watch::Receiver<bool>) -> Router {
-    let ctx = Ctx { broker, shutdown };
+    let socket = broker.config().get("dev.control.socket");
+    let control = (!socket.trim().is_empty()).then(|| std::path::PathBuf::from(socket.trim()));
+    let ctx = Ctx { broker, shutdown, control };
     Router::new()
         .route("/metrics", get(metrics))
         .route("/v1/cluster", get(views::cluster))
@@ -46,6 +56,12 @@ pub fn router(broker: Arc<Broker>, shutdown: watch::Receiver<bool>) -> Router {
         .route("/v1/events", get(events::events))
         .route("/v1/faults", get(faults::list).post(faults::add).delete(faults::clear_all))
         .route("/v1/faults/{id}", axum::routing::delete(faults::clear_one))
+        .route("/v1/topics/{name}/partitions/{p}/records", get(messages::browse).post(messages::produce))
+        .route("/v1/nodes", get(nodes::list))
+        .route("/v1/nodes/{id}/faults", get(nodes::faults).post(nodes::faults).delete(nodes::faults))
+        .route("/v1/nodes/{id}/{command}", axum::routing::post(nodes::act))
+        .route("/v1/scenarios", get(scenarios::list))
+        .route("/v1/scenarios/{name}", axum::routing::post(scenarios::run))
         .merge(console::routes())
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such path".into()) })
         .with_state(ctx)

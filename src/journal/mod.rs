@@ -6,7 +6,8 @@
 //! the same [`Event::seq`] (`offset × 1 000 000 + index` within the batch). The one kind
 //! that are not records are node-local, numbered one past the event before it on this
 //! node: `controller_changed`, from the Raft leader changes this node saw, and
-//! `fault_injected`/`fault_cleared`, from this node's fault registry.
+//! `fault_injected`/`fault_cleared`, from this node's fault registry, and `scenario_step`,
+//! the narration of a scenario this node's console started.
 //!
 //! [`Journal`] keeps the last [`CAPACITY`] events in memory. A restarted node rebuilds it
 //! by replaying the retained metadata log; after a snapshot, its history starts there.

@@ -134,6 +134,11 @@ pub enum Kind {
         description: String,
         reason: String,
     },
+    /// A step of a scenario this node runs for its console (node-local, not a metadata record).
+    ScenarioStep {
+        scenario: String,
+        message: String,
+    },
 }
 
 impl Kind {
@@ -156,6 +161,7 @@ impl Kind {
             Kind::ReassignmentCompleted { .. } => "reassignment_completed",
             Kind::FaultInjected { .. } => "fault_injected",
             Kind::FaultCleared { .. } => "fault_cleared",
+            Kind::ScenarioStep { .. } => "scenario_step",
         }
     }
 }

@@ -4,8 +4,11 @@ import * as cluster from "./cluster.js";
 import * as topics from "./topics.js";
 import * as timeline from "./timeline.js";
 import * as groups from "./groups.js";
+import * as messages from "./messages.js";
+import * as faults from "./faults.js";
+import * as charts from "./charts.js";
 
-const panes = { cluster, topics, topic: topics, timeline, groups, group: groups };
+const panes = { cluster, topics, topic: topics, timeline, groups, group: groups, messages, faults, charts };
 const view = document.getElementById("view");
 let unmount = null;
 
@@ -50,6 +53,8 @@ function banner() {
   });
 }
 
+// The Faults link shows only where fault injection is on (GET /v1/faults answers 403 elsewhere).
+getJSON("/v1/faults").then(() => { document.querySelector('nav a[data-pane="faults"]').hidden = false; }).catch(() => {});
 getJSON("/v1/cluster").then((c) => {
   document.getElementById("node").textContent = `node ${c.node_id} · cluster ${c.cluster_id || "?"}`;
 }).catch(() => {});

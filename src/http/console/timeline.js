@@ -9,6 +9,7 @@ const WINDOWS = { "1 min": 60e3, "5 min": 300e3, "30 min": 1800e3, "all": Infini
 const CATEGORY = {
   leader_changed: "election", isr_shrunk: "isr", isr_expanded: "isr", broker_fenced: "fencing", broker_unfenced: "fencing",
   broker_registered: "fencing", controller_changed: "controller", fault_injected: "fault", fault_cleared: "fault",
+  scenario_step: "scenario",
 };
 
 const part = (e) => `${e.topic}/${e.partition}`;
@@ -34,12 +35,13 @@ function describe(e) {
       return `${part(e)}: replicas [${e.replicas_before.join(", ")}] → [${e.replicas_after.join(", ")}]`;
     case "fault_injected": return `fault ${e.fault_id} (${e.fault}): ${e.description}`;
     case "fault_cleared": return `fault ${e.fault_id} (${e.fault}) ended, ${e.reason}: ${e.description}`;
+    case "scenario_step": return `scenario ${e.scenario}: ${e.message}`;
     default: return JSON.stringify(e);
   }
 }
 
 const BUCKETS = 120;
-const ORDER = ["election", "isr", "fencing", "controller", "fault", "other"];
+const ORDER = ["election", "isr", "fencing", "controller", "fault", "scenario", "other"];
 
 // The axis: the window cut into buckets, each a stack of one bar per kind of event, its
 // height growing with the log of the count, so a storm of elections towers over the rest.
@@ -79,7 +81,7 @@ export function mount(root) {
   const kinds = el("select", { id: "type-filter" }, el("option", { value: "" }, "every type"),
     Object.keys(CATEGORY).concat(["topic_created", "config_changed"]).map((k) => el("option", { value: k }, k)));
   const legend = el("div", { class: "legend" },
-    ["election", "isr", "fencing", "controller", "fault", "other"].map((c) => el("span", {}, el("span", { class: `mark ${c}` }), c)));
+    ORDER.map((c) => el("span", {}, el("span", { class: `mark ${c}` }), c)));
   const pic = el("div");
   const list = el("tbody");
   root.append(el("h1", {}, "Timeline"), el("div", { class: "controls" }, choose, kinds, status), legend, pic,
