@@ -8,7 +8,7 @@ const WINDOWS = { "1 min": 60e3, "5 min": 300e3, "30 min": 1800e3, "all": Infini
 // What kind of mark an event gets on the axis.
 const CATEGORY = {
   leader_changed: "election", isr_shrunk: "isr", isr_expanded: "isr", broker_fenced: "fencing", broker_unfenced: "fencing",
-  broker_registered: "fencing", controller_changed: "controller", fault_injected: "fault", fault_cleared: "fault",
+  broker_registered: "fencing", broker_unregistered: "fencing", controller_changed: "controller", fault_injected: "fault", fault_cleared: "fault",
   scenario_step: "scenario",
 };
 
@@ -24,6 +24,7 @@ function describe(e) {
       return `${part(e)}: ISR [${e.isr_before.join(", ")}] → [${e.isr_after.join(", ")}] (leader ${e.leader})`;
     case "broker_fenced": return `broker ${e.broker_id} fenced (epoch ${e.epoch})`;
     case "broker_unfenced": return `broker ${e.broker_id} unfenced (epoch ${e.epoch})`;
+    case "broker_unregistered": return `broker ${e.broker_id} unregistered (epoch ${e.epoch})`;
     case "broker_registered": return `broker ${e.broker_id} registered (epoch ${e.epoch}) ${Object.values(e.endpoints || {}).join(", ")}`;
     case "controller_changed": return `controller is now ${e.controller_id} (term ${e.epoch})`;
     case "topic_created": return `topic ${e.topic} created: ${e.partitions} partitions, RF ${e.replication_factor}`;
