@@ -259,7 +259,11 @@ async fn describe_configs(
     let mut out = Vec::new();
     for res in r.results {
         let name = res.resource_name.to_string();
-        CliError::check(res.error_code, || format!("describe configs of {} {name}", if resource_type == BROKER_RESOURCE { "broker" } else { "topic" }), res.error_message.as_deref())?;
+        CliError::check(
+            res.error_code,
+            || format!("describe configs of {} {name}", if resource_type == BROKER_RESOURCE { "broker" } else { "topic" }),
+            res.error_message.as_deref(),
+        )?;
         let own = keys.is_some();
         out.push((
             name,

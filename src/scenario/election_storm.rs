@@ -45,7 +45,10 @@ pub fn run(h: &mut Harness) -> Result<(), String> {
     }
     h.say(&format!("produce latency through the storm: {}", report.latency()));
     if let Some(e) = report.first_error() {
-        h.say(&format!("{} batches failed and were not acknowledged, e.g. {e}", report.batches.iter().filter(|b| b.error.is_some()).count()));
+        h.say(&format!(
+            "{} batches failed and were not acknowledged, e.g. {e}",
+            report.batches.iter().filter(|b| b.error.is_some()).count()
+        ));
     }
     expect_no_loss(h, &topic, 0, &report, "after the storm")
 }

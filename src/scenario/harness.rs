@@ -78,7 +78,11 @@ impl Harness {
         h.nodes = nodes
             .iter()
             .filter_map(|n| {
-                Some(Node { id: n["node"].as_u64()? as u16, addr: n["listening"].as_str()?.to_string(), http: n["http"].as_str()?.to_string() })
+                Some(Node {
+                    id: n["node"].as_u64()? as u16,
+                    addr: n["listening"].as_str()?.to_string(),
+                    http: n["http"].as_str()?.to_string(),
+                })
             })
             .collect();
         for n in &nodes {
@@ -283,7 +287,11 @@ impl Harness {
     /// controller too is another story (`controller-failover`).
     pub fn pick(&mut self, ps: &[Value], why: &str, ok: impl Fn(&Value, i64) -> bool) -> Result<(u16, Value), String> {
         let controller = self.controller()?;
-        let (i, p) = ps.iter().enumerate().find(|(_, p)| ok(p, controller)).ok_or_else(|| format!("no partition {why} (controller {controller})"))?;
+        let (i, p) = ps
+            .iter()
+            .enumerate()
+            .find(|(_, p)| ok(p, controller))
+            .ok_or_else(|| format!("no partition {why} (controller {controller})"))?;
         self.say(&format!("picked partition {i}: {why} (the active controller is node {controller})"));
         Ok((i as u16, p.clone()))
     }
@@ -406,7 +414,14 @@ impl Harness {
     }
 
     /// Waits until partition `p` of `topic` satisfies `ok`, and returns it.
-    pub fn wait_partition(&mut self, topic: &str, p: u16, what: &str, timeout: Duration, ok: impl Fn(&Value) -> bool) -> Result<Value, String> {
+    pub fn wait_partition(
+        &mut self,
+        topic: &str,
+        p: u16,
+        what: &str,
+        timeout: Duration,
+        ok: impl Fn(&Value) -> bool,
+    ) -> Result<Value, String> {
         self.wait_for(what, timeout, |h| h.partition(topic, p).ok().filter(|v| ok(v)))
     }
 

@@ -5,10 +5,10 @@
 //! faults through `sluice dev`, narrates the cluster's event journal as it goes, and exits 0
 //! only if the outcome Kafka's design promises held.
 
-pub mod harness;
 pub mod controller_failover;
 pub mod disk_failure;
 pub mod election_storm;
+pub mod harness;
 pub mod leader_crash;
 pub mod load;
 pub mod min_isr;

@@ -36,7 +36,8 @@ pub fn run(h: &mut Harness) -> Result<(), String> {
     let addr = h.node(l as u16)?.addr.clone();
     let probe = spawn_produce(h.exe(), &addr, &topic, p, &[PROBE.to_string()], 2_000)?;
     h.say(&format!("sent {PROBE:?} with acks=all straight to the isolated node ({addr})"));
-    let s = h.wait_partition(&topic, p, "a new leader among the other two", Duration::from_secs(30), |s| leader(s) >= 0 && leader(s) != l)?;
+    let s =
+        h.wait_partition(&topic, p, "a new leader among the other two", Duration::from_secs(30), |s| leader(s) >= 0 && leader(s) != l)?;
     h.say(&format!("node {} leads {topic}-{p} now (epoch {}), isr {}", leader(&s), s["leader_epoch"], s["isr"]));
     load.wait_more(h, 100, "writes acknowledged by the new leader", Duration::from_secs(30))?;
     h.say("the load goes on through the new leader");
@@ -54,12 +55,8 @@ pub fn run(h: &mut Harness) -> Result<(), String> {
     h.say(&format!("node {l} rejoined the ISR after truncating what it took alone: {}", truncated.trim()));
     load.wait_more(h, 40, "the load going on after the heal", Duration::from_secs(30))?;
     let report = load.finish();
-    let late: Vec<&str> = report
-        .batches
-        .iter()
-        .filter(|b| b.error.is_none() && b.sent > cut_at)
-        .flat_map(|b| b.values.iter().map(String::as_str))
-        .collect();
+    let late: Vec<&str> =
+        report.batches.iter().filter(|b| b.error.is_none() && b.sent > cut_at).flat_map(|b| b.values.iter().map(String::as_str)).collect();
     h.say(&format!("{} records acknowledged after the cut, by the new leader; {}", late.len(), report.latency()));
     expect_no_loss(h, &topic, p, &report, "after the heal")?;
     if h.consume(&topic, p)?.iter().any(|v| v == PROBE) {

@@ -48,7 +48,10 @@ pub fn run(h: &mut Harness) -> Result<(), String> {
     h.say(&format!("killing the leader, node {l}: node {f} lacks {only_on_leader} acknowledged records"));
     h.dev(DevCommand::Kill { node: l as u16 })?;
     let s = h.wait_partition(&topic, p, &format!("node {f} elected"), Duration::from_secs(30), |s| leader(s) == f)?;
-    h.say(&format!("node {f} was out of sync and became leader anyway (leader epoch {}, isr {}): available again", s["leader_epoch"], s["isr"]));
+    h.say(&format!(
+        "node {f} was out of sync and became leader anyway (leader epoch {}, isr {}): available again",
+        s["leader_epoch"], s["isr"]
+    ));
     let r = h.read_back(&topic, p, &acked)?;
     h.say(&format!("unclean.leader.election.enable=true: {} acknowledged records lost (e.g. {:?})", r.lost.len(), r.lost.first()));
     if r.lost.len() != only_on_leader {
