@@ -233,13 +233,17 @@ impl Client {
         Ok(v)
     }
 
-    /// Metadata of one topic, waiting out a topic still being created (no leaders yet).
+    /// Metadata of one topic, waiting out a topic still being created (no leaders yet). A
+    /// partition that had a leader and lost it (leader epoch above 0) is offline, not new:
+    /// it is returned as it is.
     pub async fn topic(&mut self, name: &str) -> Result<TopicInfo, CliError> {
         let deadline = Instant::now() + RETRY_FOR;
         loop {
             let v = self.metadata(Some(&[name.to_string()])).await?;
             match v.topic(name) {
-                Ok(t) if t.partitions.iter().all(|p| p.leader >= 0) || Instant::now() > deadline => return Ok(t.clone()),
+                Ok(t) if t.partitions.iter().all(|p| p.leader >= 0 || p.leader_epoch > 0) || Instant::now() > deadline => {
+                    return Ok(t.clone())
+                }
                 Ok(_) => {}
                 Err(e) if !e.retriable() || Instant::now() > deadline => return Err(e),
                 Err(e) if e.code() == Some(3) => return Err(e),

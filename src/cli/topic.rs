@@ -16,6 +16,8 @@ use super::{offsets, props, CliError, Common};
 
 /// DescribeConfigs' resource type of a topic.
 pub const TOPIC_RESOURCE: i8 = 2;
+/// DescribeConfigs' resource type for a broker.
+const BROKER_RESOURCE: i8 = 4;
 /// DescribeConfigs' source of a value set on the topic itself.
 const DYNAMIC_TOPIC_CONFIG: i8 = 1;
 const ADMIN_TIMEOUT_MS: i32 = 30_000;
@@ -219,9 +221,26 @@ async fn send_controller_bound<R: kafka_protocol::protocol::Request>(
     client.send_any(req, cap).await
 }
 
-/// The topic's own configs (set on the topic, not inherited).
+/// The topic's own configs (set on the topic, not inherited), or the `keys` asked for.
 pub async fn topic_configs(
     client: &mut Client,
+    names: &[String],
+    keys: Option<&[&str]>,
+) -> Result<Vec<(String, Vec<(String, Option<String>)>)>, CliError> {
+    describe_configs(client, TOPIC_RESOURCE, names, keys).await
+}
+
+/// Broker `id`'s values of `keys`, wherever they are set (DescribeConfigs of a BROKER resource).
+pub async fn broker_configs(client: &mut Client, id: &str, keys: &[&str]) -> Result<Vec<(String, Option<String>)>, CliError> {
+    let mut all = describe_configs(client, BROKER_RESOURCE, &[id.to_string()], Some(keys)).await?;
+    Ok(all.pop().map(|(_, cs)| cs).unwrap_or_default())
+}
+
+/// DescribeConfigs of `names` (of `resource_type`): the `keys` asked for, else those set on
+/// the resource itself.
+async fn describe_configs(
+    client: &mut Client,
+    resource_type: i8,
     names: &[String],
     keys: Option<&[&str]>,
 ) -> Result<Vec<(String, Vec<(String, Option<String>)>)>, CliError> {
@@ -230,7 +249,7 @@ pub async fn topic_configs(
             .iter()
             .map(|n| {
                 DescribeConfigsResource::default()
-                    .with_resource_type(TOPIC_RESOURCE)
+                    .with_resource_type(resource_type)
                     .with_resource_name(s(n))
                     .with_configuration_keys(keys.map(|ks| ks.iter().map(|k| s(k)).collect()))
             })
@@ -240,7 +259,11 @@ pub async fn topic_configs(
     let mut out = Vec::new();
     for res in r.results {
         let name = res.resource_name.to_string();
-        CliError::check(res.error_code, || format!("describe configs of topic {name}"), res.error_message.as_deref())?;
+        CliError::check(
+            res.error_code,
+            || format!("describe configs of {} {name}", if resource_type == BROKER_RESOURCE { "broker" } else { "topic" }),
+            res.error_message.as_deref(),
+        )?;
         let own = keys.is_some();
         out.push((
             name,
@@ -257,7 +280,9 @@ pub async fn topic_configs(
 /// A topic's description as JSON (the shape `--format json` prints).
 pub async fn describe(client: &mut Client, name: &str) -> Result<Value, CliError> {
     let t = client.topic(name).await?;
-    let parts: Vec<i32> = t.partitions.iter().map(|p| p.partition).collect();
+    // An offline partition (no leader) has no high watermark to ask for: it shows null, as
+    // kafka-topics shows "Leader: none", rather than failing the whole description.
+    let parts: Vec<i32> = t.partitions.iter().filter(|p| p.leader >= 0).map(|p| p.partition).collect();
     let hw = offsets::list(client, name, &parts, offsets::LATEST).await?;
     let configs = topic_configs(client, &[name.to_string()], None).await?;
     let configs: serde_json::Map<String, Value> =

@@ -5,9 +5,16 @@
 //! faults through `sluice dev`, narrates the cluster's event journal as it goes, and exits 0
 //! only if the outcome Kafka's design promises held.
 
+pub mod controller_failover;
+pub mod disk_failure;
+pub mod election_storm;
 pub mod harness;
 pub mod leader_crash;
+pub mod load;
 pub mod min_isr;
+pub mod network_partition;
+pub mod slow_follower;
+pub mod unclean_election;
 
 use std::path::PathBuf;
 
@@ -59,6 +66,36 @@ pub const SCENARIOS: &[Scenario] = &[
         summary: "min.insync.replicas=2 with one replica left in sync: acks=all writes are refused with NOT_ENOUGH_REPLICAS, acks=1 still lands; the replica's return restores acks=all",
         run: min_isr::run,
     },
+    Scenario {
+        name: "slow-follower",
+        summary: "a follower's link delayed past replica.lag.time.max.ms under acks=all load: the ISR shrinks, writes and the high watermark go on; healed, it catches up and the ISR expands",
+        run: slow_follower::run,
+    },
+    Scenario {
+        name: "unclean-election",
+        summary: "the leader dies while its only other replica is out of the ISR: with unclean.leader.election.enable off the partition goes offline and loses nothing; on (per topic) it comes back at once, the records it lacked lost and counted",
+        run: unclean_election::run,
+    },
+    Scenario {
+        name: "controller-failover",
+        summary: "SIGKILL the active controller: the quorum elects another, topic creation works, the other brokers stay unfenced, nothing acknowledged is lost",
+        run: controller_failover::run,
+    },
+    Scenario {
+        name: "network-partition",
+        summary: "isolate a partition's leader under acks=all load: it acknowledges nothing after the cut, the other two elect a new leader; healed, it truncates its divergent tail and rejoins; nothing acknowledged is lost",
+        run: network_partition::run,
+    },
+    Scenario {
+        name: "election-storm",
+        summary: "restart the loaded partition's leader again and again: the journal counts the elections, the load sees the latency, nothing acknowledged is lost",
+        run: election_storm::run,
+    },
+    Scenario {
+        name: "disk-failure",
+        summary: "a leader's disk fails a write: KAFKA_STORAGE_ERROR, its log dir goes offline and it halts; leadership moves, nothing acknowledged is lost; restarted, it rejoins the ISR",
+        run: disk_failure::run,
+    },
 ];
 
 /// Runs `sluice scenario ...`; the result is the exit code.
@@ -66,7 +103,7 @@ pub fn run(args: &ScenarioArgs) -> i32 {
     match &args.command {
         ScenarioCommand::List => {
             for s in SCENARIOS {
-                println!("{:<14} {}", s.name, s.summary);
+                println!("{:<20} {}", s.name, s.summary);
             }
             0
         }
