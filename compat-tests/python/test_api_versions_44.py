@@ -30,7 +30,6 @@ OWED = {
     64: "19 (UnregisterBroker)",
     71: "19 (telemetry: GetTelemetrySubscriptions)",
     72: "19 (telemetry: PushTelemetry)",
-    74: "19 (ListConfigResources)",
     78: "20 (share groups: ShareFetch v2)",
     79: "20 (share groups: ShareAcknowledge v2)",
     80: "19 (raft voters: AddRaftVoter)",

@@ -12,6 +12,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
@@ -22,6 +23,7 @@ import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ConfigEntry.ConfigSource;
 import org.apache.kafka.clients.admin.DescribeConfigsOptions;
+import org.apache.kafka.clients.admin.ListConfigResourcesOptions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -40,7 +42,8 @@ import org.junit.jupiter.api.Timeout;
  * Group configs (ConfigResource GROUP, KIP-848/KIP-932) with kafka-clients 4.4's admin:
  * incrementalAlterConfigs and describeConfigs, Kafka's checks and error codes, the sources
  * and synonyms, a KIP-848 consumer that heartbeats at its group's interval, and the
- * overrides surviving a restart (they are metadata records). One broker for the class; it
+ * overrides surviving a restart (they are metadata records), and ListConfigResources listing
+ * the groups that have them. One broker for the class; it
  * lowers the heartbeat bound so a group may set a short interval.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
@@ -206,5 +209,27 @@ class GroupConfigTest {
         assertEquals(ConfigSource.DYNAMIC_GROUP_CONFIG, e.source());
         assertNull(describe("gc-other").get("share.delivery.count.limit").synonyms().stream()
                 .filter(s -> s.source() == ConfigSource.DYNAMIC_GROUP_CONFIG).findAny().orElse(null));
+    }
+
+    @Test
+    void listConfigResourcesNamesConfiguredGroupsTopicsAndBrokers() throws Exception {
+        alter("gc-listed", set("share.isolation.level", "read_committed"));
+        Clients.get(admin.createTopics(List.of(new NewTopic("gc-listed-topic", 1, (short) 1))).all());
+        // v1 with a type filter.
+        Collection<ConfigResource> groups = Clients.get(admin.listConfigResources(
+                Set.of(ConfigResource.Type.GROUP), new ListConfigResourcesOptions()).all());
+        assertTrue(groups.contains(group("gc-listed")), "groups with configs: " + groups);
+        assertTrue(groups.stream().allMatch(r -> r.type() == ConfigResource.Type.GROUP), groups.toString());
+        assertFalse(groups.contains(group("gc-never-configured")));
+        // v1, every type.
+        Collection<ConfigResource> all = Clients.get(admin.listConfigResources().all());
+        assertTrue(all.contains(group("gc-listed")), all.toString());
+        assertTrue(all.contains(new ConfigResource(ConfigResource.Type.TOPIC, "gc-listed-topic")), all.toString());
+        assertTrue(all.contains(new ConfigResource(ConfigResource.Type.BROKER, Integer.toString(SluiceBroker.NODE_ID))),
+                all.toString());
+        // v0 (ListClientMetricsResources): none exist.
+        @SuppressWarnings("deprecation")
+        var metrics = Clients.get(admin.listClientMetricsResources().all());
+        assertTrue(metrics.isEmpty(), metrics.toString());
     }
 }
