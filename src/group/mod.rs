@@ -590,6 +590,13 @@ impl Coordinator {
     /// DeleteGroups for one group.
     pub fn delete_group(&self, host: &dyn InternalPartitions, group_id: &str) -> Result<()> {
         let mut inner = self.inner.lock();
+        // Sessions that ran out since the last tick end first, as Kafka's per-member timers
+        // would have ended them: a group whose last member just expired is empty.
+        if let Some(entry) = inner.groups.get_mut(group_id) {
+            let replies = entry.group.tick(&self.config, now_ms());
+            self.persist_group(host, entry);
+            dispatch(&mut inner, replies);
+        }
         let entry = inner.groups.get_mut(group_id).ok_or_else(|| Error::GroupIdNotFound(group_id.into()))?;
         if entry.is_active_modern() {
             return Err(Error::NonEmptyGroup(group_id.into()));
