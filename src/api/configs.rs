@@ -71,10 +71,12 @@ pub async fn describe_configs(ctx: &Ctx<'_>, req: DescribeConfigsRequest) -> Des
             let keys: Option<Vec<String>> = res.configuration_keys.map(|k| k.iter().map(|s| s.to_string()).collect());
             let name = res.resource_name.to_string();
             let found =
-                resource_kind(res.resource_type).and_then(|t| authorized(ctx, t, &name, Operation::DescribeConfigs)).and_then(|kind| match kind {
-                    ConfigKind::Topic => ctx.broker.describe_topic_configs(&name, keys.as_deref()),
-                    ConfigKind::Broker => ctx.broker.describe_broker_configs(&name, keys.as_deref()),
-                    ConfigKind::Group => ctx.broker.describe_group_configs(&name, keys.as_deref()),
+                resource_kind(res.resource_type).and_then(|t| authorized(ctx, t, &name, Operation::DescribeConfigs)).and_then(|kind| {
+                    match kind {
+                        ConfigKind::Topic => ctx.broker.describe_topic_configs(&name, keys.as_deref()),
+                        ConfigKind::Broker => ctx.broker.describe_broker_configs(&name, keys.as_deref()),
+                        ConfigKind::Group => ctx.broker.describe_group_configs(&name, keys.as_deref()),
+                    }
                 });
             let r = DescribeConfigsResult::default().with_resource_type(res.resource_type).with_resource_name(res.resource_name);
             match found {

@@ -79,7 +79,8 @@ impl Broker {
             return;
         }
         let cfg = self.config.read().clone();
-        let (consumer, share) = overrides(image, &cfg, &self.groups.consumer_config, (&self.shares.group_config, &self.shares.share_config));
+        let (consumer, share) =
+            overrides(image, &cfg, &self.groups.consumer_config, (&self.shares.group_config, &self.shares.share_config));
         self.groups.set_consumer_overrides(consumer);
         self.shares.set_overrides(share);
         *applied = image.clone();

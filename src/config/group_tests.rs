@@ -30,13 +30,25 @@ fn values_are_checked_with_kafkas_messages() {
     let cases: &[(&[(&str, &str)], &str)] = &[
         (&[("no.such", "1")], "Unknown group config name: no.such"),
         (&[("consumer.session.timeout.ms", "1000")], "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive."),
-        (&[("consumer.session.timeout.ms", "abc")], "Invalid value abc for configuration consumer.session.timeout.ms: Not a number of type INT"),
-        (&[("share.record.lock.duration.ms", "500")], "Invalid value 500 for configuration share.record.lock.duration.ms: Value must be at least 1000"),
+        (
+            &[("consumer.session.timeout.ms", "abc")],
+            "Invalid value abc for configuration consumer.session.timeout.ms: Not a number of type INT",
+        ),
+        (
+            &[("share.record.lock.duration.ms", "500")],
+            "Invalid value 500 for configuration share.record.lock.duration.ms: Value must be at least 1000",
+        ),
         (&[("share.isolation.level", "READ_COMMITTED")], "String must be one of: read_committed, read_uncommitted"),
-        (&[("share.auto.offset.reset", "foo")], "The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."),
+        (
+            &[("share.auto.offset.reset", "foo")],
+            "The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.",
+        ),
         (&[("streams.num.standby.replicas", "5")], "streams.num.standby.replicas must be less than or equal to 2"),
         (&[("share.renew.acknowledge.enable", "maybe")], "Expected value to be either true or false"),
-        (&[("share.heartbeat.interval.ms", "15000"), ("share.session.timeout.ms", "15000")], "share.session.timeout.ms must be in the range"),
+        (
+            &[("share.heartbeat.interval.ms", "15000"), ("share.session.timeout.ms", "15000")],
+            "share.session.timeout.ms must be in the range",
+        ),
         (&[("errors.deadletterqueue.topic.name", "__x")], "DLQ topic name must not start with '__'"),
         (&[("streams.assignor.name", "foo")], "is not a registered task assignor. Registered assignors are: [sticky]."),
     ];
