@@ -3,6 +3,7 @@
 # (org.apache.kafka.tools.consumer.group.ConsumerGroupCommand from kafka-tools 4.4.0, the same
 # ./lib jars that run.sh fetches). A small Java client, compiled here against lib/, produces,
 # commits offsets for part of a topic, holds a live membership and reads the group back.
+# Then kafka-configs --entity-type groups sets, describes and deletes group configs.
 #
 #   compat-tests/cli/groups.sh
 #
