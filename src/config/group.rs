@@ -111,6 +111,9 @@ macro_rules! gkey {
 }
 
 const ISOLATION: &[&str] = &["read_committed", "read_uncommitted"];
+/// Group keys checked on their own (named here so they read as group keys, not broker keys).
+const DLQ_TOPIC: &str = "errors.deadletterqueue.topic.name";
+const STREAMS_ASSIGNOR: &str = "streams.assignor.name";
 
 /// Every group config, in Kafka's order.
 #[rustfmt::skip]
@@ -192,10 +195,10 @@ pub fn validate_group_configs(new: &BTreeMap<String, String>, cfg: &BrokerConfig
             return Err(format!("{s} must be greater than {h}"));
         }
     }
-    if let Some(name) = new.get("errors.deadletterqueue.topic.name").filter(|n| n.trim().starts_with("__")) {
+    if let Some(name) = new.get(DLQ_TOPIC).filter(|n| n.trim().starts_with("__")) {
         return Err(format!("errors.deadletterqueue.topic.name: DLQ topic name must not start with '__' (got '{name}')"));
     }
-    if let Some(name) = new.get("streams.assignor.name") {
+    if let Some(name) = new.get(STREAMS_ASSIGNOR) {
         let known: Vec<String> = cfg.get("group.streams.assignors").split(',').map(|s| s.trim().to_string()).collect();
         if !known.iter().any(|a| a == name.trim()) {
             return Err(format!(
@@ -307,7 +310,7 @@ pub struct GroupSettings {
 impl GroupSettings {
     /// Resolves `overrides` (already validated) against the broker config.
     pub fn resolve(overrides: &BTreeMap<String, String>, cfg: &BrokerConfig) -> GroupSettings {
-        let int = |key: &str| -> i64 {
+        let group_int = |key: &str| -> i64 {
             let def = group_key(key).expect("known group key");
             let base = cfg.get_i64(def.broker.expect("numeric group keys have a broker synonym"));
             let Some(v) = overrides.get(key).and_then(|v| v.trim().parse::<i64>().ok()) else { return base };
@@ -320,13 +323,13 @@ impl GroupSettings {
         };
         let text = |key: &str| overrides.get(key).map(|v| v.trim().to_string()).or_else(|| group_key(key)?.default.map(str::to_string));
         GroupSettings {
-            consumer_session_timeout_ms: int("consumer.session.timeout.ms"),
-            consumer_heartbeat_interval_ms: int("consumer.heartbeat.interval.ms").clamp(1, i32::MAX as i64) as i32,
-            share_session_timeout_ms: int("share.session.timeout.ms"),
-            share_heartbeat_interval_ms: int("share.heartbeat.interval.ms").clamp(1, i32::MAX as i64) as i32,
-            share_record_lock_duration_ms: int("share.record.lock.duration.ms").max(1),
-            share_delivery_count_limit: int("share.delivery.count.limit").clamp(1, i16::MAX as i64) as i16,
-            share_partition_max_record_locks: int("share.partition.max.record.locks").max(1),
+            consumer_session_timeout_ms: group_int("consumer.session.timeout.ms"),
+            consumer_heartbeat_interval_ms: group_int("consumer.heartbeat.interval.ms").clamp(1, i32::MAX as i64) as i32,
+            share_session_timeout_ms: group_int("share.session.timeout.ms"),
+            share_heartbeat_interval_ms: group_int("share.heartbeat.interval.ms").clamp(1, i32::MAX as i64) as i32,
+            share_record_lock_duration_ms: group_int("share.record.lock.duration.ms").max(1),
+            share_delivery_count_limit: group_int("share.delivery.count.limit").clamp(1, i16::MAX as i64) as i16,
+            share_partition_max_record_locks: group_int("share.partition.max.record.locks").max(1),
             share_auto_offset_reset: text("share.auto.offset.reset").and_then(|v| OffsetReset::parse(&v)).unwrap_or(OffsetReset::Latest),
             share_read_committed: text("share.isolation.level").as_deref() == Some("read_committed"),
         }
