@@ -3,6 +3,7 @@
 # (org.apache.kafka.tools.consumer.group.ConsumerGroupCommand from kafka-tools 4.4.0, the same
 # ./lib jars that run.sh fetches). A small Java client, compiled here against lib/, produces,
 # commits offsets for part of a topic, holds a live membership and reads the group back.
+# Then kafka-configs --entity-type groups sets, describes and deletes group configs.
 #
 #   compat-tests/cli/groups.sh
 #
@@ -419,6 +420,37 @@ if groups_cmd --list >"$out" 2>"$err" && ! grep -qx "$group" "$out"; then
     pass "--list no longer shows $group"
 else
     fail "--list no longer shows $group" "$out" "$err"
+fi
+
+# ------------------------------------------------------------------ kafka-configs --entity-type groups
+# Group configs (ConfigResource GROUP): set, described with their sources, refused when out of
+# the broker's bounds (INVALID_CONFIG, as Kafka), and deleted.
+CONFIGS=org.apache.kafka.tools.ConfigCommand
+configs_cmd() { tool "$CONFIGS" --bootstrap-server "$bootstrap" --entity-type groups --entity-name cli-group-config "$@"; }
+if configs_cmd --alter --add-config share.auto.offset.reset=earliest,consumer.session.timeout.ms=50000 >"$out" 2>"$err" \
+    && grep -q "Completed updating config for group cli-group-config." "$out" \
+    && configs_cmd --describe >"$out" 2>"$err" \
+    && grep -q "^  consumer.session.timeout.ms=50000 .*DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000, DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000" "$out" \
+    && grep -q "^  share.auto.offset.reset=earliest .*DEFAULT_CONFIG:share.auto.offset.reset=latest" "$out"; then
+    pass "kafka-configs --entity-type groups --alter --add-config, then --describe shows DYNAMIC_GROUP_CONFIG"
+else
+    fail "kafka-configs --entity-type groups --alter --add-config, then --describe shows DYNAMIC_GROUP_CONFIG" "$out" "$err"
+fi
+if ! configs_cmd --alter --add-config consumer.heartbeat.interval.ms=1 >"$out" 2>"$err" \
+    && grep -q "InvalidConfigurationException: .*consumer.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive." "$err" \
+    && ! configs_cmd --alter --add-config no.such.config=1 >"$out" 2>"$err" \
+    && grep -q "InvalidConfigurationException: .*Unknown group config name: no.such.config" "$err"; then
+    pass "kafka-configs --entity-type groups refuses an out-of-bounds value and an unknown key (INVALID_CONFIG)"
+else
+    fail "kafka-configs --entity-type groups refuses an out-of-bounds value and an unknown key (INVALID_CONFIG)" "$out" "$err"
+fi
+if configs_cmd --alter --delete-config consumer.session.timeout.ms >"$out" 2>"$err" \
+    && configs_cmd --describe --all >"$out" 2>"$err" \
+    && grep -q "^  consumer.session.timeout.ms=45000 .*synonyms={DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000}" "$out" \
+    && grep -q "^  share.isolation.level=read_uncommitted " "$out"; then
+    pass "kafka-configs --entity-type groups --delete-config, then --describe --all shows the default"
+else
+    fail "kafka-configs --entity-type groups --delete-config, then --describe --all shows the default" "$out" "$err"
 fi
 
 if kill -0 "$pid" 2>/dev/null; then

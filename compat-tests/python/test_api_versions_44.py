@@ -29,7 +29,6 @@ OWED = {
     57: "19 (features: UpdateFeatures)",
     71: "19 (telemetry: GetTelemetrySubscriptions)",
     72: "19 (telemetry: PushTelemetry)",
-    74: "19 (ListConfigResources)",
     78: "20 (share groups: ShareFetch v2)",
     79: "20 (share groups: ShareAcknowledge v2)",
     80: "19 (raft voters: AddRaftVoter)",

@@ -1,4 +1,4 @@
-//! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and the broker.
+//! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics, the broker and groups.
 
 use std::collections::BTreeMap;
 
@@ -7,30 +7,32 @@ use kafka_protocol::messages::*;
 
 use super::{sb, Ctx};
 use crate::auth::Operation;
-use crate::broker::ConfigEntry;
+use crate::broker::{ConfigEntry, ConfigKind};
 use crate::config::is_sensitive as sensitive;
 use crate::error::{Error, Result};
 
 const TOPIC: i8 = 2;
 const BROKER: i8 = 4;
+const GROUP: i8 = 32;
 
-fn resource_kind(t: i8) -> Result<bool> {
+fn resource_kind(t: i8) -> Result<ConfigKind> {
     match t {
-        TOPIC => Ok(true),
-        BROKER => Ok(false),
+        TOPIC => Ok(ConfigKind::Topic),
+        BROKER => Ok(ConfigKind::Broker),
+        GROUP => Ok(ConfigKind::Group),
         other => Err(Error::InvalidRequest(format!("resource type {other} is not supported"))),
     }
 }
 
-/// Kafka: `op` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on the topic, or on the cluster for
-/// broker configs.
-fn authorized(ctx: &Ctx<'_>, is_topic: bool, name: &str, op: Operation) -> Result<bool> {
-    if is_topic {
-        ctx.check_topic(op, name)?;
-    } else {
-        ctx.check_cluster(op)?;
+/// Kafka: `op` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on the topic or group, or on the
+/// cluster for broker configs.
+fn authorized(ctx: &Ctx<'_>, kind: ConfigKind, name: &str, op: Operation) -> Result<ConfigKind> {
+    match kind {
+        ConfigKind::Topic => ctx.check_topic(op, name)?,
+        ConfigKind::Broker => ctx.check_cluster(op)?,
+        ConfigKind::Group => ctx.check_group(op, name)?,
     }
-    Ok(is_topic)
+    Ok(kind)
 }
 
 fn entry(e: ConfigEntry, synonyms: bool, docs: bool, version: i16) -> DescribeConfigsResourceResult {
@@ -69,11 +71,11 @@ pub async fn describe_configs(ctx: &Ctx<'_>, req: DescribeConfigsRequest) -> Des
             let keys: Option<Vec<String>> = res.configuration_keys.map(|k| k.iter().map(|s| s.to_string()).collect());
             let name = res.resource_name.to_string();
             let found =
-                resource_kind(res.resource_type).and_then(|t| authorized(ctx, t, &name, Operation::DescribeConfigs)).and_then(|is_topic| {
-                    if is_topic {
-                        ctx.broker.describe_topic_configs(&name, keys.as_deref())
-                    } else {
-                        ctx.broker.describe_broker_configs(&name, keys.as_deref())
+                resource_kind(res.resource_type).and_then(|t| authorized(ctx, t, &name, Operation::DescribeConfigs)).and_then(|kind| {
+                    match kind {
+                        ConfigKind::Topic => ctx.broker.describe_topic_configs(&name, keys.as_deref()),
+                        ConfigKind::Broker => ctx.broker.describe_broker_configs(&name, keys.as_deref()),
+                        ConfigKind::Group => ctx.broker.describe_group_configs(&name, keys.as_deref()),
                     }
                 });
             let r = DescribeConfigsResult::default().with_resource_type(res.resource_type).with_resource_name(res.resource_name);
@@ -95,13 +97,13 @@ pub async fn alter_configs(ctx: &Ctx<'_>, req: AlterConfigsRequest) -> AlterConf
         .map(|res| {
             let name = res.resource_name.to_string();
             let result =
-                resource_kind(res.resource_type).and_then(|t| authorized(ctx, t, &name, Operation::AlterConfigs)).and_then(|is_topic| {
+                resource_kind(res.resource_type).and_then(|t| authorized(ctx, t, &name, Operation::AlterConfigs)).and_then(|kind| {
                     let mut set = BTreeMap::new();
                     for c in &res.configs {
                         let v = c.value.as_ref().ok_or_else(|| Error::InvalidRequest(format!("null value for {}", &*c.name)))?;
                         set.insert(c.name.to_string(), v.to_string());
                     }
-                    ctx.broker.alter_configs(is_topic, &name, set, req.validate_only)
+                    ctx.broker.alter_configs(kind, &name, set, req.validate_only)
                 });
             let r = alter_configs_response::AlterConfigsResourceResponse::default()
                 .with_resource_type(res.resource_type)
@@ -123,14 +125,14 @@ pub async fn incremental_alter_configs(ctx: &Ctx<'_>, req: IncrementalAlterConfi
         .map(|res| {
             let name = res.resource_name.to_string();
             let result =
-                resource_kind(res.resource_type).and_then(|t| authorized(ctx, t, &name, Operation::AlterConfigs)).and_then(|is_topic| {
+                resource_kind(res.resource_type).and_then(|t| authorized(ctx, t, &name, Operation::AlterConfigs)).and_then(|kind| {
                     let mut ops = Vec::with_capacity(res.configs.len());
                     for c in &res.configs {
                         let op = AlterOp::from_code(c.config_operation)
                             .ok_or_else(|| Error::InvalidRequest(format!("unknown config operation {}", c.config_operation)))?;
                         ops.push((c.name.to_string(), op, c.value.as_ref().map(|v| v.to_string())));
                     }
-                    ctx.broker.incremental_alter_configs(is_topic, &name, &ops, req.validate_only)
+                    ctx.broker.incremental_alter_configs(kind, &name, &ops, req.validate_only)
                 });
             let r = incremental_alter_configs_response::AlterConfigsResourceResponse::default()
                 .with_resource_type(res.resource_type)

@@ -13,6 +13,7 @@ mod describe_topic_partitions;
 mod fetch;
 mod groups;
 mod leaders;
+mod list_config_resources;
 mod list_offsets;
 mod metadata;
 mod offsets;
@@ -228,6 +229,7 @@ apis! {
     ExpireDelegationToken: ExpireDelegationTokenRequest => tokens::expire [1, 2] always;
     DescribeDelegationToken: DescribeDelegationTokenRequest => tokens::describe [1, 3] always;
     DescribeTopicPartitions: DescribeTopicPartitionsRequest => describe_topic_partitions::handle [0, 0] always;
+    ListConfigResources: ListConfigResourcesRequest => list_config_resources::handle [0, 1] always;
     ShareGroupHeartbeat: ShareGroupHeartbeatRequest => share_groups::heartbeat [1, 1] always;
     ShareGroupDescribe: ShareGroupDescribeRequest => share_groups::describe [1, 1] always;
     ShareFetch: ShareFetchRequest => share_fetch::share_fetch [1, 1] always;

@@ -84,7 +84,7 @@ not_walked!(
 );
 
 // Share groups (KIP-932): the top-level code; per-group and per-partition codes are not walked.
-top_level!(ShareGroupHeartbeatResponse, ShareFetchResponse, ShareAcknowledgeResponse);
+top_level!(ShareGroupHeartbeatResponse, ShareFetchResponse, ShareAcknowledgeResponse, ListConfigResourcesResponse);
 not_walked!(ShareGroupDescribeResponse);
 
 impl ErrorCodes for MetadataResponse {

@@ -18,7 +18,7 @@ use crate::auth::Operation;
 use crate::error::{Error, Result};
 use crate::log::batch::{BatchHeader, HEADER_LEN};
 use crate::share::group::Tp;
-use crate::share::partition::{AbortedTxn, Acquired, LogBatch, SharePartition};
+use crate::share::partition::{AbortedTxn, Acquired, LogBatch};
 use crate::share::session::{FINAL_EPOCH, INITIAL_EPOCH};
 
 /// Records a fetch acquires when the client asks for no limit.
@@ -98,12 +98,11 @@ fn fetch_partition(
     if !leader {
         return Err(Error::NotLeaderOrFollower);
     }
-    let cfg = &shares.share_config;
-    let Some(offset) = shares.fetch_offset(group, tp, log_start, || SharePartition::initial_offset(cfg.auto_offset_reset, log_start, hw))
-    else {
+    let read_committed = shares.share_config_for(group).read_committed;
+    let Some(offset) = shares.fetch_offset(group, tp, log_start, || ctx.broker.share_start_offset(group, p, log_start, hw)) else {
         return Ok((None, Vec::new()));
     };
-    let data = p.fetch_slice(offset, max_bytes, true, -1, cfg.read_committed, false)?;
+    let data = p.fetch_slice(offset, max_bytes, true, -1, read_committed, false)?;
     let Some(slice) = data.slice else { return Ok((None, Vec::new())) };
     let bytes = slice.to_vec()?;
     let mut batches = Vec::new();
@@ -142,12 +141,12 @@ fn fetch_partition(
 }
 
 pub async fn share_fetch(ctx: &Ctx<'_>, req: ShareFetchRequest) -> ShareFetchResponse {
-    let lock_ms = ctx.broker.shares.share_config.record_lock_duration_ms.clamp(0, i32::MAX as i64) as i32;
     let fail = |e: Error| ShareFetchResponse::default().with_error_code(e.code()).with_error_message(Some(sb(e.message())));
     let (group, member) = match ids(&req.group_id, &req.member_id).and_then(|ids| ctx.check_group(Operation::Read, &ids.0).map(|()| ids)) {
         Ok(ids) => ids,
         Err(e) => return fail(e),
     };
+    let lock_ms = ctx.broker.shares.share_config_for(&group).record_lock_duration_ms.clamp(0, i32::MAX as i64) as i32;
     let shares = &ctx.broker.shares;
     let mut add = Vec::new();
     let mut acks: BTreeMap<Tp, Acks> = BTreeMap::new();

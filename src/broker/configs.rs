@@ -1,4 +1,4 @@
-//! Resolving, describing and altering topic and broker configs.
+//! Resolving, describing and altering topic and broker configs (group configs: `group_configs`).
 
 use std::collections::BTreeMap;
 
@@ -20,6 +20,14 @@ pub struct ConfigEntry {
     pub doc: &'static str,
     /// Where else the value could come from, most specific first.
     pub synonyms: Vec<(String, String, Source)>,
+}
+
+/// The config resources Sluice serves (Kafka's ConfigResource types 2, 4 and 32).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigKind {
+    Topic,
+    Broker,
+    Group,
 }
 
 /// One IncrementalAlterConfigs operation.
@@ -191,32 +199,40 @@ impl Broker {
     }
 
     /// AlterConfigs: the given set replaces every dynamic value of the resource.
-    pub fn alter_configs(&self, is_topic: bool, name: &str, set: BTreeMap<String, String>, validate_only: bool) -> Result<()> {
-        if is_topic {
-            self.replace_topic_configs(name, set, validate_only)
-        } else {
-            self.replace_broker_configs(name, set, validate_only)
+    pub fn alter_configs(&self, kind: ConfigKind, name: &str, set: BTreeMap<String, String>, validate_only: bool) -> Result<()> {
+        match kind {
+            ConfigKind::Topic => self.replace_topic_configs(name, set, validate_only),
+            ConfigKind::Broker => self.replace_broker_configs(name, set, validate_only),
+            ConfigKind::Group => self.replace_group_configs(name, set, validate_only),
         }
     }
 
     /// IncrementalAlterConfigs: operations on single keys, applied together or not at all.
     pub fn incremental_alter_configs(
         &self,
-        is_topic: bool,
+        kind: ConfigKind,
         name: &str,
         ops: &[(String, AlterOp, Option<String>)],
         validate_only: bool,
     ) -> Result<()> {
-        let current = if is_topic {
-            self.topic(name).ok_or(Error::UnknownTopicOrPartition)?.record.configs.clone()
-        } else {
-            self.check_broker_resource(name)?;
-            self.config.read().dynamic_set.clone()
+        let mut new = match kind {
+            ConfigKind::Topic => self.topic(name).ok_or(Error::UnknownTopicOrPartition)?.record.configs.clone(),
+            ConfigKind::Broker => {
+                self.check_broker_resource(name)?;
+                self.config.read().dynamic_set.clone()
+            }
+            ConfigKind::Group => self.group_overrides(name),
         };
-        let mut new = current;
         for (key, op, value) in ops {
-            let def = if is_topic { config::topic_key(key) } else { config::broker_key(key) }
-                .ok_or_else(|| Error::InvalidConfig(format!("unknown config '{key}'")))?;
+            let key_type = match kind {
+                ConfigKind::Topic => config::topic_key(key).map(|d| d.kind),
+                ConfigKind::Broker => config::broker_key(key).map(|d| d.kind),
+                ConfigKind::Group => config::group::group_key(key).map(|d| d.kind),
+            };
+            let key_type = key_type.ok_or_else(|| match kind {
+                ConfigKind::Group => Error::InvalidConfig(format!("Unknown group config name: {key}")),
+                _ => Error::InvalidConfig(format!("unknown config '{key}'")),
+            })?;
             match op {
                 AlterOp::Set => {
                     let v = value.clone().ok_or_else(|| Error::InvalidRequest(format!("null value for {key}")))?;
@@ -226,10 +242,14 @@ impl Broker {
                     new.remove(key);
                 }
                 AlterOp::Append | AlterOp::Subtract => {
-                    if def.kind != ConfigType::List {
+                    if key_type != ConfigType::List {
                         return Err(Error::InvalidConfig(format!("{key} is not a list; APPEND and SUBTRACT need one")));
                     }
-                    let effective = if is_topic { self.topic_value(&new, key) } else { self.config.read().lookup(key).map(|x| x.0) };
+                    let effective = match kind {
+                        ConfigKind::Topic => self.topic_value(&new, key),
+                        ConfigKind::Broker => self.config.read().lookup(key).map(|x| x.0),
+                        ConfigKind::Group => self.group_value(&new, key),
+                    };
                     let mut items: Vec<String> =
                         effective.unwrap_or_default().split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
                     for v in value.as_deref().unwrap_or("").split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -245,12 +265,12 @@ impl Broker {
                 }
             }
         }
-        self.alter_configs(is_topic, name, new, validate_only)
+        self.alter_configs(kind, name, new, validate_only)
     }
 }
 
 /// A broker key's synonyms: dynamic, static, then default.
-fn broker_synonyms(cfg: &config::BrokerConfig, key: &str) -> Vec<(String, String, Source)> {
+pub(super) fn broker_synonyms(cfg: &config::BrokerConfig, key: &str) -> Vec<(String, String, Source)> {
     let mut out = Vec::new();
     if let Some(v) = cfg.dynamic_set.get(key) {
         out.push((key.to_string(), v.clone(), Source::DynamicBroker));

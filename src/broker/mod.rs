@@ -2,6 +2,7 @@
 
 mod acls;
 mod configs;
+mod group_configs;
 mod reconcile;
 mod share;
 mod tokens;
@@ -9,7 +10,7 @@ mod topics;
 pub mod txn_verify;
 
 pub use crate::controller::rpc::CreateRequest;
-pub use configs::{AlterOp, ConfigEntry};
+pub use configs::{AlterOp, ConfigEntry, ConfigKind};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -67,6 +68,8 @@ pub struct Broker {
     pub peers: peer::Peers,
     /// Incremental fetch sessions (KIP-227) of the clients fetching here.
     pub fetch_sessions: Mutex<FetchSessionCache>,
+    /// The group configs last handed to the coordinators.
+    applied_group_configs: Mutex<std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>>,
 }
 
 /// Marker file written by a clean shutdown: its absence means the logs need recovery.
@@ -124,6 +127,7 @@ impl Broker {
             replication,
             peers,
             fetch_sessions: Mutex::new(FetchSessionCache::new(fetch_sessions, Uuid::new_v4().as_u128() as u64)),
+            applied_group_configs: Mutex::default(),
         };
         // Opens (and after a crash recovers) the logs the saved image names; roles, fetchers
         // and coordinator state wait for `start_applying_roles`.

@@ -5,6 +5,7 @@ use super::Broker;
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 use crate::error::{Error, Result};
+use crate::partition::Partition;
 use crate::share::group::{GroupConfig, Heartbeat, HeartbeatReply, Topics};
 use crate::share::partition::{ShareConfig, SharePartition};
 use crate::share::ShareCoordinator;
@@ -54,9 +55,16 @@ impl Broker {
         let Some(p) = self.topic_by_id(tp.0).and_then(|t| t.partition(tp.1).cloned()) else { return };
         let (log_start, hw, leader) = p.with_state(|s| (s.log.log_start_offset(), s.high_watermark, s.replicas.is_leader()));
         if leader {
-            let reset = self.shares.share_config.auto_offset_reset;
-            self.shares.init_partition(group_id, tp, || SharePartition::initial_offset(reset, log_start, hw));
+            self.shares.init_partition(group_id, tp, || self.share_start_offset(group_id, &p, log_start, hw));
         }
+    }
+
+    /// Where the group's new share partition on `p` starts: its `share.auto.offset.reset`
+    /// (a group config), `by_duration` looked up in the log's time index.
+    pub fn share_start_offset(&self, group_id: &str, p: &Partition, log_start: i64, hw: i64) -> i64 {
+        let reset = self.shares.share_config_for(group_id).auto_offset_reset;
+        let at = |age_ms: i64| p.with_state(|s| s.log.offset_for_timestamp(now_ms().saturating_sub(age_ms)).ok().flatten().map(|(o, _)| o));
+        SharePartition::initial_offset(reset, log_start, hw, at)
     }
 
     /// Share sessions and record locks that ran out; called a few times a second.

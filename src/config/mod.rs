@@ -1,6 +1,6 @@
 //! Broker and topic configuration, keyed by Kafka's own property names.
 //!
-//! Every key Sluice knows is in [`KEYS`]. Topic keys name the broker key they fall
+//! Every key Sluice knows is in [`KEYS`] (group configs' bounds in [`group::BROKER_KEYS`]). Topic keys name the broker key they fall
 //! back to, so DescribeConfigs can report sources and synonyms the way Kafka does.
 
 pub mod env;
@@ -51,7 +51,9 @@ macro_rules! key {
     };
 }
 
-/// Every key Sluice accepts. Defaults are Kafka's.
+pub mod group;
+
+/// Every key Sluice accepts (with [`group::BROKER_KEYS`]). Defaults are Kafka's.
 pub static KEYS: &[KeyDef] = &[
     key!("node.id", Some("1"), Int, broker, false, "This broker's id."),
     key!("broker.id", Some("1"), Int, broker, false, "Alias of node.id."),
@@ -402,7 +404,12 @@ pub static KEYS: &[KeyDef] = &[
 
 /// Looks up a broker-level key.
 pub fn broker_key(name: &str) -> Option<&'static KeyDef> {
-    KEYS.iter().find(|k| !k.topic && k.name == name)
+    all_keys().find(|k| !k.topic && k.name == name)
+}
+
+/// Every key: [`KEYS`], then the group configs' broker keys.
+pub fn all_keys() -> impl Iterator<Item = &'static KeyDef> {
+    KEYS.iter().chain(group::BROKER_KEYS)
 }
 
 /// For `listener.name.<listener>.<key>` with a SASL key (`sasl.enabled.mechanisms`,
@@ -531,6 +538,8 @@ pub enum Source {
     DynamicBroker = 2,
     StaticBroker = 4,
     Default = 5,
+    /// A group's own override (Kafka's GROUP_CONFIG).
+    Group = 8,
 }
 
 impl BrokerConfig {

@@ -27,11 +27,12 @@ pub struct CreateRequest {
     pub configs: BTreeMap<String, String>,
 }
 
-/// Which configs an AlterConfigs changes: a topic's or the cluster-wide broker defaults.
+/// Which configs an AlterConfigs changes: a topic's, the cluster-wide broker defaults, or a group's.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum ConfigTarget {
     Topic(String),
     Broker,
+    Group(String),
 }
 
 /// A request to the controller.

@@ -213,6 +213,11 @@ impl Controller {
                     (&t.configs, Box::new(move |key, value| Record::TopicConfig { id, key, value }))
                 }
                 ConfigTarget::Broker => (&img.broker_configs, Box::new(|key, value| Record::BrokerConfig { key, value })),
+                ConfigTarget::Group(group) => {
+                    let group = group.clone();
+                    let current = img.group_configs.get(&group).unwrap_or(&NO_CONFIGS);
+                    (current, Box::new(move |key, value| Record::GroupConfig { group: group.clone(), key, value }))
+                }
             };
             let mut recs: Vec<Record> = current.keys().filter(|k| !configs.contains_key(*k)).map(|k| make(k.clone(), None)).collect();
             recs.extend(configs.iter().filter(|(k, v)| current.get(*k) != Some(v)).map(|(k, v)| make(k.clone(), Some(v.clone()))));
@@ -222,6 +227,9 @@ impl Controller {
         Ok(Response::Done { offset })
     }
 }
+
+/// The overrides of a group that has none.
+static NO_CONFIGS: BTreeMap<String, String> = BTreeMap::new();
 
 /// A manual assignment must name distinct, registered brokers.
 pub(super) fn check_replicas(img: &Image, replicas: &[i32]) -> Result<()> {

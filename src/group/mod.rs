@@ -80,7 +80,11 @@ pub struct Coordinator {
     /// The `__consumer_offsets` partitions this broker leads, whose groups it coordinates.
     owned: Mutex<std::collections::HashSet<i32>>,
     pub config: GroupConfig,
+    /// The broker's defaults, for consumer groups without group configs.
     pub consumer_config: ConsumerConfig,
+    /// Groups whose group configs differ from the broker's; never locked while waiting
+    /// for `inner`'s lock.
+    consumer_overrides: parking_lot::RwLock<HashMap<String, ConsumerConfig>>,
     offsets_partitions: i32,
     retention_ms: i64,
 }
@@ -158,9 +162,21 @@ impl Coordinator {
             owned: Mutex::new(Default::default()),
             config,
             consumer_config,
+            consumer_overrides: Default::default(),
             offsets_partitions,
             retention_ms,
         }
+    }
+
+    /// Replaces the settings of the consumer groups that have group configs. A changed
+    /// session timeout or heartbeat interval applies from the next heartbeat and tick on.
+    pub fn set_consumer_overrides(&self, overrides: HashMap<String, ConsumerConfig>) {
+        *self.consumer_overrides.write() = overrides;
+    }
+
+    /// The settings consumer group `group_id` runs with.
+    pub fn consumer_config_for(&self, group_id: &str) -> ConsumerConfig {
+        self.consumer_overrides.read().get(group_id).cloned().unwrap_or_else(|| self.consumer_config.clone())
     }
 
     fn ticket(inner: &mut Inner) -> (Ticket, oneshot::Receiver<Reply>) {
@@ -259,6 +275,7 @@ impl Coordinator {
         }
         let topics = topics_view(host);
         let now = now_ms();
+        let cfg = self.consumer_config_for(group_id);
         let mut inner = self.inner.lock();
         let entry = inner.groups.entry(group_id.to_string()).or_insert_with(|| Entry::new(group_id, now));
         if entry.modern.is_none() {
@@ -267,7 +284,7 @@ impl Coordinator {
             }
             entry.modern = Some(ConsumerGroup::new(group_id));
         }
-        let reply = entry.modern.as_mut().expect("set").heartbeat(hb, &topics, &self.consumer_config, now);
+        let reply = entry.modern.as_mut().expect("set").heartbeat(hb, &topics, &cfg, now);
         self.persist_modern(host, group_id, entry);
         reply
     }
@@ -381,7 +398,7 @@ impl Coordinator {
             replies.extend(entry.group.tick(&self.config, now));
             self.persist_group(host, entry);
             if let Some(m) = entry.modern.as_mut() {
-                m.tick(topics.get_or_insert_with(|| topics_view(host)), &self.consumer_config, now);
+                m.tick(topics.get_or_insert_with(|| topics_view(host)), &self.consumer_config_for(id), now);
                 self.persist_modern(host, id, entry);
             }
         }
@@ -573,6 +590,13 @@ impl Coordinator {
     /// DeleteGroups for one group.
     pub fn delete_group(&self, host: &dyn InternalPartitions, group_id: &str) -> Result<()> {
         let mut inner = self.inner.lock();
+        // Sessions that ran out since the last tick end first, as Kafka's per-member timers
+        // would have ended them: a group whose last member just expired is empty.
+        if let Some(entry) = inner.groups.get_mut(group_id) {
+            let replies = entry.group.tick(&self.config, now_ms());
+            self.persist_group(host, entry);
+            dispatch(&mut inner, replies);
+        }
         let entry = inner.groups.get_mut(group_id).ok_or_else(|| Error::GroupIdNotFound(group_id.into()))?;
         if entry.is_active_modern() {
             return Err(Error::NonEmptyGroup(group_id.into()));

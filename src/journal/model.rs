@@ -31,6 +31,7 @@ pub struct Event {
 pub enum ResourceType {
     Topic,
     Broker,
+    Group,
 }
 
 /// The event types, with Kafka's field names in snake_case.
@@ -260,6 +261,7 @@ pub fn record_events(before: &Image, offset: u64, batch: &RecordBatch, i: usize)
             None => Vec::new(),
         },
         Record::BrokerConfig { key, value } => vec![config_changed(ResourceType::Broker, "", key, value)],
+        Record::GroupConfig { group, key, value } => vec![config_changed(ResourceType::Group, group, key, value)],
         Record::ClusterId { .. }
         | Record::AccessControlEntry { .. }
         | Record::RemoveAccessControlEntry { .. }

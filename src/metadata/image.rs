@@ -59,6 +59,9 @@ pub struct Image {
     pub brokers: BTreeMap<i32, BrokerInfo>,
     pub topics: BTreeMap<String, TopicImage>,
     pub broker_configs: BTreeMap<String, String>,
+    /// Group config overrides by group id (ConfigResource GROUP); a group without any is absent.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub group_configs: BTreeMap<String, BTreeMap<String, String>>,
     /// Unclean elections applied, for the operator to see.
     pub unclean_elections: u64,
     /// Every ACL, indexed for the authorizer.
@@ -159,6 +162,16 @@ impl Image {
                     Some(v) => self.broker_configs.insert(key.clone(), v.clone()),
                     None => self.broker_configs.remove(key),
                 };
+            }
+            Record::GroupConfig { group, key, value } => {
+                let configs = self.group_configs.entry(group.clone()).or_default();
+                match value {
+                    Some(v) => configs.insert(key.clone(), v.clone()),
+                    None => configs.remove(key),
+                };
+                if configs.is_empty() {
+                    self.group_configs.remove(group);
+                }
             }
             Record::AccessControlEntry { id, acl } => self.acls.insert(*id, acl.clone()),
             Record::RemoveAccessControlEntry { id } => {

@@ -18,6 +18,7 @@
 //! | `RemoveTopic`     | a topic and its partitions are gone                             |
 //! | `TopicConfig`     | a topic config override set (`value`) or removed (`None`)       |
 //! | `BrokerConfig`    | a cluster-wide dynamic broker config set or removed             |
+//! | `GroupConfig`     | a group config override set (`value`) or removed (`None`), by group id |
 //! | `AccessControlEntry` | an ACL was created, with its id (Kafka's AccessControlEntryRecord) |
 //! | `RemoveAccessControlEntry` | the ACL with that id was deleted                        |
 //! | `UserScramCredential` | a user's SCRAM credential for one mechanism (Kafka's `UserScramCredentialRecord`) |
@@ -174,6 +175,11 @@ pub enum Record {
         value: Option<String>,
     },
     BrokerConfig {
+        key: String,
+        value: Option<String>,
+    },
+    GroupConfig {
+        group: String,
         key: String,
         value: Option<String>,
     },

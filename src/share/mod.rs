@@ -14,7 +14,7 @@ pub mod session;
 
 use std::collections::HashMap;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
@@ -31,11 +31,17 @@ struct Inner {
     sessions: SessionCache,
 }
 
+/// A group's own settings, where its group configs differ from the broker's.
+type Overrides = HashMap<String, (GroupConfig, ShareConfig)>;
+
 /// The share groups coordinated here and the share partitions led here.
 pub struct ShareCoordinator {
     inner: Mutex<Inner>,
+    /// The broker's defaults, for groups without group configs.
     pub group_config: GroupConfig,
     pub share_config: ShareConfig,
+    /// Never locked while waiting for `inner`'s lock, so either may be taken inside it.
+    overrides: RwLock<Overrides>,
 }
 
 /// What ShareGroupDescribe and ListGroups show of a group.
@@ -48,7 +54,24 @@ impl ShareCoordinator {
             inner: Mutex::new(Inner { groups: HashMap::new(), partitions: HashMap::new(), sessions: SessionCache::new(max_sessions) }),
             group_config,
             share_config,
+            overrides: RwLock::new(HashMap::new()),
         }
+    }
+
+    /// Replaces the settings of the groups that have group configs; the others use the
+    /// broker's. A changed value applies from the next heartbeat, fetch or acquisition on.
+    pub fn set_overrides(&self, overrides: Overrides) {
+        *self.overrides.write() = overrides;
+    }
+
+    /// The membership settings `group_id` runs with.
+    pub fn group_config_for(&self, group_id: &str) -> GroupConfig {
+        self.overrides.read().get(group_id).map_or_else(|| self.group_config.clone(), |o| o.0.clone())
+    }
+
+    /// The share-partition settings `group_id` runs with.
+    pub fn share_config_for(&self, group_id: &str) -> ShareConfig {
+        self.overrides.read().get(group_id).map_or_else(|| self.share_config.clone(), |o| o.1.clone())
     }
 
     /// Is `group_id` a share group here?
@@ -62,9 +85,10 @@ impl ShareCoordinator {
             return Err(Error::InvalidRequest("GroupId can't be empty.".into()));
         }
         let leaving = (hb.epoch == group::LEAVE_EPOCH).then(|| hb.member_id.clone());
+        let cfg = self.group_config_for(group_id);
         let mut inner = self.inner.lock();
         let g = inner.groups.entry(group_id.to_string()).or_insert_with(|| ShareGroup::new(group_id));
-        let reply = g.heartbeat(hb, topics, &self.group_config, now);
+        let reply = g.heartbeat(hb, topics, &cfg, now);
         if g.members.is_empty() && g.epoch == 0 {
             // A first heartbeat that failed leaves no group behind.
             inner.groups.remove(group_id);
@@ -77,9 +101,10 @@ impl ShareCoordinator {
 
     fn release_member(&self, inner: &mut Inner, group_id: &str, member: &str) {
         inner.sessions.remove_member(group_id, member);
+        let cfg = self.share_config_for(group_id);
         for ((g, _, _), sp) in inner.partitions.iter_mut() {
             if g == group_id {
-                sp.release_member(member, &self.share_config);
+                sp.release_member(member, &cfg);
             }
         }
     }
@@ -89,13 +114,13 @@ impl ShareCoordinator {
         let mut inner = self.inner.lock();
         let mut gone = Vec::new();
         for (id, g) in inner.groups.iter_mut() {
-            gone.extend(g.tick(topics, &self.group_config, now).into_iter().map(|m| (id.clone(), m)));
+            gone.extend(g.tick(topics, &self.group_config_for(id), now).into_iter().map(|m| (id.clone(), m)));
         }
         for (g, m) in gone {
             tracing::info!(group = %g, member = %m, "share group member's session timed out");
             self.release_member(&mut inner, &g, &m);
         }
-        inner.partitions.values_mut().map(|sp| sp.expire_locks(now, &self.share_config)).sum()
+        inner.partitions.iter_mut().map(|((g, _, _), sp)| sp.expire_locks(now, &self.share_config_for(g))).sum()
     }
 
     /// ShareGroupDescribe: the group, or GROUP_ID_NOT_FOUND.
@@ -134,9 +159,10 @@ impl ShareCoordinator {
         let mut inner = self.inner.lock();
         let step = inner.sessions.step(group_id, member, epoch, add, forget)?;
         if let Step::Closed(parts) = &step {
+            let cfg = self.share_config_for(group_id);
             for tp in parts {
                 if let Some(sp) = inner.partitions.get_mut(&(group_id.to_string(), tp.0, tp.1)) {
-                    sp.release_member(member, &self.share_config);
+                    sp.release_member(member, &cfg);
                 }
             }
         }
@@ -167,8 +193,9 @@ impl ShareCoordinator {
             .partitions
             .get_mut(&(group_id.to_string(), tp.0, tp.1))
             .ok_or_else(|| Error::InvalidRecordState(format!("no records of partition {} were acquired", tp.1)))?;
+        let cfg = self.share_config_for(group_id);
         for (first, last, types) in batches {
-            sp.acknowledge(member, *first, *last, types, &self.share_config)?;
+            sp.acknowledge(member, *first, *last, types, &cfg)?;
         }
         Ok(())
     }
@@ -180,7 +207,7 @@ impl ShareCoordinator {
         let mut inner = self.inner.lock();
         let sp = inner.partitions.entry((group_id.to_string(), tp.0, tp.1)).or_insert_with(|| SharePartition::new(start()));
         sp.advance_to_log_start(log_start);
-        sp.next_fetch_offset(&self.share_config)
+        sp.next_fetch_offset(&self.share_config_for(group_id))
     }
 
     /// Acquires for `member` what the batches read at [`Self::fetch_offset`] make available.
@@ -197,7 +224,7 @@ impl ShareCoordinator {
     ) -> Vec<Acquired> {
         let mut inner = self.inner.lock();
         match inner.partitions.get_mut(&(group_id.to_string(), tp.0, tp.1)) {
-            Some(sp) => sp.acquire(member, batches, aborted, max_records, &self.share_config, now),
+            Some(sp) => sp.acquire(member, batches, aborted, max_records, &self.share_config_for(group_id), now),
             None => Vec::new(),
         }
     }

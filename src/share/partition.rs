@@ -47,23 +47,8 @@ pub const ACK_ACCEPT: i8 = 1;
 pub const ACK_RELEASE: i8 = 2;
 pub const ACK_REJECT: i8 = 3;
 
-/// Where a new share partition starts (`share.auto.offset.reset`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AutoOffsetReset {
-    Earliest,
-    Latest,
-}
-
-impl AutoOffsetReset {
-    /// Parses the config value; anything else is an invalid config.
-    pub fn parse(s: &str) -> Result<AutoOffsetReset> {
-        match s {
-            "earliest" => Ok(AutoOffsetReset::Earliest),
-            "latest" => Ok(AutoOffsetReset::Latest),
-            other => Err(Error::InvalidConfig(format!("share.auto.offset.reset must be earliest or latest, not {other}"))),
-        }
-    }
-}
+/// Where a new share partition starts (`share.auto.offset.reset`, a group config).
+pub use crate::config::group::OffsetReset as AutoOffsetReset;
 
 /// The settings a share partition runs with.
 #[derive(Debug, Clone)]
@@ -149,10 +134,13 @@ impl SharePartition {
     }
 
     /// Where a new share partition starts, given the log's start and high watermark.
-    pub fn initial_offset(reset: AutoOffsetReset, log_start: i64, high_watermark: i64) -> i64 {
+    /// `by_duration` takes the first offset `at(duration)` finds (a record at most that
+    /// old), else the high watermark, as Kafka's ListOffsets by timestamp does.
+    pub fn initial_offset(reset: AutoOffsetReset, log_start: i64, high_watermark: i64, at: impl FnOnce(i64) -> Option<i64>) -> i64 {
         match reset {
             AutoOffsetReset::Earliest => log_start,
             AutoOffsetReset::Latest => high_watermark,
+            AutoOffsetReset::ByDuration(ms) => at(ms).map_or(high_watermark, |o| o.clamp(log_start, high_watermark)),
         }
     }
 

@@ -153,7 +153,9 @@ fn state_batches_summarise_the_window() {
 
 #[test]
 fn initial_offset_follows_auto_offset_reset() {
-    assert_eq!(SharePartition::initial_offset(AutoOffsetReset::Earliest, 3, 10), 3);
-    assert_eq!(SharePartition::initial_offset(AutoOffsetReset::Latest, 3, 10), 10);
-    assert!(AutoOffsetReset::parse("none").is_err());
+    assert_eq!(SharePartition::initial_offset(AutoOffsetReset::Earliest, 3, 10, |_| None), 3);
+    assert_eq!(SharePartition::initial_offset(AutoOffsetReset::Latest, 3, 10, |_| None), 10);
+    assert_eq!(SharePartition::initial_offset(AutoOffsetReset::ByDuration(60_000), 3, 10, |d| (d == 60_000).then_some(7)), 7);
+    assert_eq!(SharePartition::initial_offset(AutoOffsetReset::ByDuration(60_000), 3, 10, |_| None), 10, "nothing that recent: latest");
+    assert!(AutoOffsetReset::parse("none").is_none());
 }

@@ -19,6 +19,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.ShareGroupDescription;
 import org.apache.kafka.clients.admin.ShareMemberDescription;
@@ -32,6 +34,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.GroupType;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.InconsistentGroupProtocolException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.junit.jupiter.api.AfterAll;
@@ -274,6 +277,30 @@ class ShareConsumerTest {
                 t.join();
             }
             stalled.close(Duration.ofSeconds(10));
+        }
+    }
+
+    @Test
+    void groupConfigsStartTheGroupAtEarliestAndSetItsLock() throws Exception {
+        String topic = "share-group-config";
+        String group = "sg-group-config";
+        createTopic(topic, 1);
+        // Written before the group exists: at the default (latest) it would never see them.
+        produce(topic, 1, 5);
+        ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
+        Clients.get(admin.incrementalAlterConfigs(Map.of(resource, List.of(
+                new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET),
+                new AlterConfigOp(new ConfigEntry("share.record.lock.duration.ms", "20000"), AlterConfigOp.OpType.SET)))).all());
+        try (KafkaShareConsumer<String, String> c = shareConsumer(group, "implicit")) {
+            c.subscribe(List.of(topic));
+            Set<String> seen = new HashSet<>();
+            long deadline = System.currentTimeMillis() + 30_000;
+            while (seen.size() < 5 && System.currentTimeMillis() < deadline) {
+                c.poll(Duration.ofMillis(200)).forEach(r -> seen.add(r.value()));
+            }
+            assertEquals(Set.of("r0", "r1", "r2", "r3", "r4"), seen);
+            // The group's lock, not the broker's (LOCK_MS).
+            assertEquals(Optional.of(20000), c.acquisitionLockTimeoutMs());
         }
     }
 
