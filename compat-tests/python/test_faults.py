@@ -230,11 +230,15 @@ def test_an_isolated_leader_acknowledges_nothing_and_rejoins_after_healing(c):
     assert not lost, f"{len(lost)} acknowledged records lost, e.g. {lost[:5]}"
     moved = [(v, o, at[v]) for _, v, o in acked if at[v][0] != o]
     assert not moved, f"acknowledged offsets that changed: {moved[:5]}"
-    # Past the cut (and a second for answers already on their way), only later leaders ack.
-    late = [(v, at[v][1]) for t, v, _ in acked if t > cut_at + 1.0]
+    # The new leader took writes while the old one was cut off.
     assert any(t < healed_at for t, _, _ in during.acked), "nothing was acknowledged during the cut"
-    stale = [(v, e) for v, e in late if e is None or e <= epoch_before]
-    assert not stale, f"acknowledged after the cut in the isolated leader's epoch {epoch_before}: {stale[:5]}"
+    assert any(e is not None and e > epoch_before for _, _, e in got), f"nothing was written after epoch {epoch_before}"
+    # What the isolated node appended after the cut could not reach a follower, so had it
+    # acknowledged any of it, that record would be among the lost above (its tail was
+    # truncated), and the probe shows it refuses acks=all outright. An acknowledgement that
+    # arrives late for a record of the old epoch is no sign of that: a batch the followers had
+    # copied just before the cut is answered NOT_LEADER_OR_FOLLOWER at the heal (or times out)
+    # and acknowledged on the idempotent retry by the new leader, still stored in its epoch.
     ev = fault_events(c, victim, iso["id"])
     assert [e["type"] for e in ev] == ["fault_injected", "fault_cleared"], ev
 
