@@ -9,6 +9,9 @@ Request faults, for client developers, with librdkafka (confluent-kafka):
 * Latency and an injected Metadata error, through `sluice fault`.
 * A clock skew on a leader shifts its LogAppendTime stamps until cleared.
 Link faults:
+* `cut --peer N` reaches a node's calls to broker N (a produce forwarded from the HTTP
+  listener fails, one to another leader does not) and, at the controller, N's heartbeats:
+  N is fenced, and unfenced after healing.
 * Isolating the leader of a partition under an idempotent acks=all load (RF=3,
   min.insync.replicas=2): a new leader among the other two, the isolated node acknowledges
   no write after the cut, and after healing it rejoins the ISR and truncates its divergent
@@ -276,6 +279,54 @@ def test_a_clock_skew_shifts_the_log_append_time_of_that_node_until_cleared(c):
     assert set(seen) == {"skewed", "plain"}, seen
     assert abs(seen["skewed"] - (now_ms + skew)) < 60_000, f"the skewed append time is {seen['skewed'] - now_ms:.0f} ms from now"
     assert abs(seen["plain"] - now_ms) < 60_000, f"after clearing, the append time is {seen['plain'] - now_ms:.0f} ms from now"
+
+
+def post_record(c, node_id, topic, partition, value):
+    """(status, body) of producing one record through node `node_id`'s HTTP listener."""
+    return call(http_of(c, node_id), "POST", f"/v1/topics/{topic}/partitions/{partition}/records",
+                {"key": None, "value": value, "headers": {}})
+
+
+def test_a_cut_link_to_one_peer_stops_calls_to_that_broker_only(c):
+    # A node forwards an HTTP-produced record to the partition's leader over the peer
+    # transport (as it sends transaction markers): `cut --peer` must reach that call.
+    topic = "cut-peer-calls"
+    states = topic_rf3(c, topic, partitions=3)
+    leaders = {p: s.leader for p, s in states.items()}
+    via = next(i for i in c.ids if list(leaders.values()).count(i) < len(leaders))
+    cut_part, peer = next((p, l) for p, l in sorted(leaders.items()) if l != via)
+    other = next(((p, l) for p, l in sorted(leaders.items()) if l not in (via, peer)), None)
+    status, body = post_record(c, via, topic, cut_part, "before")
+    assert status == 201, body
+    cut = add(c, via, kind="cut", peer=peer)
+    status, body = post_record(c, via, topic, cut_part, "during")
+    assert status == 409 and "BROKER_NOT_AVAILABLE" in body["error"], (status, body)
+    if other is not None:
+        status, body = post_record(c, via, topic, other[0], "elsewhere")
+        assert status == 201, f"a link to node {other[1]} was not cut: {status} {body}"
+    call(http_of(c, via), "DELETE", f"/v1/faults/{cut['id']}")
+    status, body = wait_until(lambda: (lambda r: r if r[0] == 201 else None)(post_record(c, via, topic, cut_part, "after")),
+                              20, what="the forwarded produce after healing")
+    assert body["partition"] == cut_part, body
+
+
+def test_a_controller_that_cut_its_link_to_one_broker_fences_it_and_unfences_it_after_healing(c):
+    # The broker's heartbeats reach the controller's listener but are lost there: its
+    # requests name their sender, so a one-peer cut at the controller covers them.
+    controller = wait_until(lambda: (lambda a: a if a > 0 else None)(c.active_controller()), 10,
+                            what="an active controller")
+    victim = next(i for i in c.ids if i != controller)
+    since = max([e["seq"] for e in call(http_of(c, controller), "GET", "/v1/events?since=0")[1]] + [0])
+
+    def seen(kind):
+        evs = call(http_of(c, controller), "GET", f"/v1/events?since={since}")[1]
+        return [e for e in evs if e["type"] == kind and e.get("broker_id") == victim] or None
+
+    cut = add(c, controller, kind="cut", peer=victim)
+    wait_until(lambda: seen("broker_fenced"), 20, what=f"node {victim} fenced by the controller that cut it off")
+    assert c.active_controller() == controller, "the cut moved the controller"
+    call(http_of(c, controller), "DELETE", f"/v1/faults/{cut['id']}")
+    wait_until(lambda: seen("broker_unfenced"), 30, what=f"node {victim} unfenced after healing")
 
 
 def test_a_restart_starts_clean(c):

@@ -47,7 +47,7 @@ async fn ask(broker: &Broker, txn_id: Option<&str>, pid: i64, epoch: i16, topic:
     let addr = format!("{host}:{port}");
     let resp = broker
         .peers
-        .call(&addr, broker.identity.node_id, ADD_PARTITIONS_VERSION, &req, Duration::from_secs(15))
+        .call(node, &addr, broker.identity.node_id, ADD_PARTITIONS_VERSION, &req, Duration::from_secs(15))
         .await
         .map_err(|_| Error::CoordinatorNotAvailable)?;
     if let Some(e) = Error::from_code(resp.error_code) {

@@ -187,6 +187,7 @@ impl Cluster {
                             &self.links.controller,
                             self.links.controller_login.as_deref(),
                             &addr.address(),
+                            self.node_id,
                             &req,
                             left.min(Duration::from_secs(30)),
                         )

@@ -38,12 +38,16 @@ impl Peers {
         Peers { conns: Default::default(), links }
     }
 
-    /// Sends `req` at `version` to the broker at `addr` and waits up to `timeout` for the answer.
-    pub async fn call<R: Request>(&self, addr: &str, me: i32, version: i16, req: &R, timeout: Duration) -> Result<R::Response> {
-        // The peer is known here by address only, so of the link faults only `isolate` reaches it.
-        let link_fault = crate::fault::global().on_link(None, crate::clock::now_ms());
+    /// Sends `req` at `version` to broker `to` at `addr` and waits up to `timeout` for the answer.
+    pub async fn call<R: Request>(&self, to: i32, addr: &str, me: i32, version: i16, req: &R, timeout: Duration) -> Result<R::Response> {
+        // An injected fault on the link to `to` loses the request (the caller sees the
+        // broker unreachable, as with a cut cable) or holds it first.
+        let link_fault = crate::fault::global().on_link(Some(to), crate::clock::now_ms());
         if link_fault.drop {
             return Err(Error::BrokerNotAvailable(format!("{addr}: the link is cut by an injected fault")));
+        }
+        if link_fault.delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(link_fault.delay_ms).min(timeout)).await;
         }
         let conn = self.conns.lock().entry(addr.to_string()).or_default().clone();
         let mut conn = conn.lock().await;

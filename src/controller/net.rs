@@ -26,6 +26,9 @@ use crate::transport::{Dialer, Stream};
 const RAFT: u8 = 1;
 const REQUEST: u8 = 2;
 const RESPONSE: u8 = 3;
+/// A request that names its sender: its node id (4 bytes, big-endian), then the JSON. The
+/// link faults of that one peer (`cut`, `delay`, `drop`) reach it, not only `isolate`.
+const REQUEST_FROM: u8 = 4;
 /// Snapshots can be large; anything beyond this is not ours.
 const MAX_FRAME: usize = 256 << 20;
 
@@ -123,11 +126,24 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(mut sock: S, peer: Socket
                 }
                 Err(_) => return,
             },
-            // The sender of a request is not named in it, so of the link faults only
-            // `isolate` reaches it: the connection closes unanswered, as a cut link would.
-            REQUEST if crate::fault::global().on_link(None, now_ms()).drop => return,
-            REQUEST => {
-                let resp = match serde_json::from_slice::<Request>(&payload) {
+            REQUEST | REQUEST_FROM => {
+                let (from, json) = match kind {
+                    REQUEST_FROM if payload.len() >= 4 => {
+                        (Some(i32::from_be_bytes(payload[..4].try_into().expect("4 bytes"))), &payload[4..])
+                    }
+                    REQUEST_FROM => return,
+                    // A bare request does not name its sender: only `isolate` reaches it.
+                    _ => (None, &payload[..]),
+                };
+                let link_fault = crate::fault::global().on_link(from, now_ms());
+                if link_fault.drop {
+                    // Closed unanswered, as a cut link would leave it.
+                    return;
+                }
+                if link_fault.delay_ms > 0 {
+                    tokio::time::sleep(Duration::from_millis(link_fault.delay_ms)).await;
+                }
+                let resp = match serde_json::from_slice::<Request>(json) {
                     Ok(req) => c.handle(req).await,
                     Err(e) => Response::Failed(Error::InvalidRequest(format!("bad controller request: {e}"))),
                 };
@@ -213,16 +229,18 @@ pub fn peer_sender(peer: u64, addr: String, dialer: Dialer, login: Option<Arc<Lo
     tx
 }
 
-/// Sends one request to the controller listener at `addr`, logged in as `login` on a SASL
-/// listener, and waits for the answer.
-pub async fn call(dialer: &Dialer, login: Option<&Login>, addr: &str, req: &Request, timeout: Duration) -> Result<Response, Error> {
+/// Sends one request from node `from` to the controller listener at `addr`, logged in as
+/// `login` on a SASL listener, and waits for the answer.
+pub async fn call(dialer: &Dialer, login: Option<&Login>, addr: &str, from: i32, req: &Request, timeout: Duration) -> Result<Response, Error> {
     let fut = async {
         let (mut s, _) = open(dialer, login, addr).await.inspect_err(|e| {
             if e.kind() == std::io::ErrorKind::PermissionDenied {
                 tracing::error!(controller = %addr, error = %e, "cannot reach the controller");
             }
         })?;
-        write_frame(&mut s, REQUEST, &serde_json::to_vec(req).expect("requests serialize")).await?;
+        let mut payload = from.to_be_bytes().to_vec();
+        serde_json::to_writer(&mut payload, req).expect("requests serialize");
+        write_frame(&mut s, REQUEST_FROM, &payload).await?;
         loop {
             let (kind, payload) = read_frame(&mut s, MAX_FRAME).await?;
             if kind == RESPONSE {

@@ -205,7 +205,7 @@ async fn append_at_leader(ctx: &Ctx, topic: &str, index: i32, batch: Vec<u8>) ->
     let req = ProduceRequest::default().with_acks(-1).with_timeout_ms(PRODUCE_TIMEOUT.as_millis() as i32).with_topic_data(vec![
         TopicProduceData::default().with_name(StrBytes::from_string(topic.to_string()).into()).with_partition_data(vec![data]),
     ]);
-    let resp = b.peers.call(&addr, b.identity.node_id, PRODUCE_VERSION, &req, PRODUCE_TIMEOUT + Duration::from_secs(5)).await?;
+    let resp = b.peers.call(leader, &addr, b.identity.node_id, PRODUCE_VERSION, &req, PRODUCE_TIMEOUT + Duration::from_secs(5)).await?;
     let r = resp.responses.first().and_then(|t| t.partition_responses.first()).ok_or(crate::error::Error::UnknownTopicOrPartition)?;
     match crate::error::Error::from_code(r.error_code) {
         Some(e) => Err(e),

@@ -95,7 +95,7 @@ async fn send(host: &dyn TxnHost, leader: i32, pid: i64, epoch: i16, commit: boo
         .with_topics(topics)
         .with_coordinator_epoch(0);
     let req = WriteTxnMarkersRequest::default().with_markers(vec![marker]);
-    let resp = match host.peers().call(&addr, host.node_id(), WRITE_TXN_MARKERS_VERSION, &req, Duration::from_secs(15)).await {
+    let resp = match host.peers().call(leader, &addr, host.node_id(), WRITE_TXN_MARKERS_VERSION, &req, Duration::from_secs(15)).await {
         Ok(r) => r,
         Err(e) => {
             tracing::debug!(leader, error = %e, "WriteTxnMarkers");
