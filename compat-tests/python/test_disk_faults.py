@@ -6,14 +6,17 @@ dir offline; the request that met it is answered KAFKA_STORAGE_ERROR; a broker w
 dir is offline (Sluice has one, the data dir) halts with exit code 1, without a controlled
 shutdown. Its partitions move to the other replicas once its session lapses, and nothing
 acknowledged is lost: every acknowledged record is read back once, at its acknowledged offset.
-A restart comes back clean (faults live in memory) and rejoins the ISR.
+A restart comes back clean (faults live in memory) and rejoins the ISR. `sluice produce`
+retries KAFKA_STORAGE_ERROR as Kafka's clients do (stale metadata) and lands its records on
+the new leader, each once.
 """
 
+import subprocess
 import time
 
 import pytest
 
-from cluster import raw_produce, wait_until
+from cluster import raw_produce, sluice_bin, wait_until
 from faults_lib import Load, add, call, consume, faults, http_of, topic_rf3, fault_cluster
 
 KAFKA_STORAGE_ERROR = 56
@@ -99,6 +102,23 @@ def test_a_failed_fsync_fails_only_the_topic_it_names_then_halts_the_node(c):
                what=f"a new leader of {topic}-{part}")
     got = [v for _, v, _ in consume(c.bootstrap_of(*others), topic, part, 1)]
     assert "flushed" in got, f"the write acknowledged (acks=all) before the fault is gone: {got}"
+    c.start(victim)
+    wait_until(lambda: victim in c.partition(topic, part).isr, 30, what=f"node {victim} back in the ISR")
+
+
+def test_the_cli_producer_retries_a_storage_error_onto_the_new_leader(c):
+    topic = "disk-cli"
+    states = topic_rf3(c, topic, partitions=3, config={"min.insync.replicas": "2"})
+    part, victim = a_leader_but_not_the_controller(c, topic, states)
+    others = [i for i in c.ids if i != victim]
+    add(c, victim, kind="disk", fail="write", topic=topic)
+    lines = [f"cli-{i}" for i in range(20)]
+    r = subprocess.run([sluice_bin(), "produce", "-b", c.bootstrap, "-p", str(part), topic],
+                       input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, f"sluice produce gave up: {r.stderr[-1500:]}"
+    assert halted(c, victim) == 1
+    got = [v for _, v, _ in consume(c.bootstrap_of(*others), topic, part, len(lines))]
+    assert sorted(got) == sorted(lines), f"want each of {len(lines)} records once, got {got}"
     c.start(victim)
     wait_until(lambda: victim in c.partition(topic, part).isr, 30, what=f"node {victim} back in the ISR")
 

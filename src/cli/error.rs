@@ -56,8 +56,10 @@ pub fn is_retriable(code: i16) -> bool {
     // UNKNOWN_TOPIC_OR_PARTITION(3), LEADER_NOT_AVAILABLE(5), NOT_LEADER_OR_FOLLOWER(6),
     // REQUEST_TIMED_OUT(7), COORDINATOR_LOAD_IN_PROGRESS(14), COORDINATOR_NOT_AVAILABLE(15),
     // NOT_COORDINATOR(16), NOT_ENOUGH_REPLICAS(19), NOT_ENOUGH_REPLICAS_AFTER_APPEND(20),
-    // NOT_CONTROLLER(41), FENCED_LEADER_EPOCH(74), UNKNOWN_LEADER_EPOCH(75), OFFSET_NOT_AVAILABLE(78).
-    matches!(code, 3 | 5 | 6 | 7 | 14 | 15 | 16 | 19 | 20 | 41 | 74 | 75 | 78)
+    // NOT_CONTROLLER(41), KAFKA_STORAGE_ERROR(56: Kafka's clients treat it as stale metadata,
+    // since the partition's leadership moves off the failed log dir), FENCED_LEADER_EPOCH(74),
+    // UNKNOWN_LEADER_EPOCH(75), OFFSET_NOT_AVAILABLE(78).
+    matches!(code, 3 | 5 | 6 | 7 | 14 | 15 | 16 | 19 | 20 | 41 | 56 | 74 | 75 | 78)
 }
 
 impl From<std::io::Error> for CliError {
