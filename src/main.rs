@@ -538,13 +538,9 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
         Broker::open(identity, cfg.clone(), cluster.clone()).with_context(|| format!("opening the logs in {}", data_dir.display()))?;
     let rack = Some(cfg.get("broker.rack")).filter(|r| !r.is_empty());
     let interval = std::time::Duration::from_millis(cfg.get_i64("broker.heartbeat.interval.ms").max(10) as u64);
-    tokio::spawn(cluster.clone().run_membership(adv_host, adv_port as i32, endpoints, rack, interval, stop_rx.clone()));
-    tokio::spawn(broker.clone().follow_image(stop_rx.clone()));
-    let mut caught_up = cluster.caught_up();
-    let _ = caught_up.wait_for(|c| *c).await;
-    broker.start_applying_roles();
-
     let http_at = cfg.get("http.listener");
+    // Bound before registering, so that the registration names it: the other nodes
+    // ask this one for what only it knows (its followers' progress, its groups).
     let http = if http_at.is_empty() {
         None
     } else {
@@ -553,8 +549,16 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
         let (at, task) =
             sluice::http::start(addr, app, stop_rx.clone()).await.with_context(|| format!("cannot listen on {addr} (http)"))?;
         tracing::info!("metrics on http://{at}/metrics; JSON API on http://{at}/v1/");
-        Some(task)
+        Some((at, task))
     };
+    // A listener on every interface is reached at the host the inter-broker listener advertises.
+    let http_adv = http.as_ref().map(|(at, _)| if at.ip().is_unspecified() { format!("{adv_host}:{}", at.port()) } else { at.to_string() });
+    tokio::spawn(cluster.clone().run_membership(adv_host, adv_port as i32, endpoints, http_adv, rack, interval, stop_rx.clone()));
+    tokio::spawn(broker.clone().follow_image(stop_rx.clone()));
+    let mut caught_up = cluster.caught_up();
+    let _ = caught_up.wait_for(|c| *c).await;
+    broker.start_applying_roles();
+
     let sockets = serving.into_iter().map(|(_, l)| l).collect();
     let server = tokio::spawn(sluice::net::serve(sockets, broker.clone(), connection_limits, stop_rx.clone()));
     let background = tokio::spawn(broker.clone().run_background(stop_rx.clone()));
@@ -575,7 +579,7 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
     }
     let _ = stop_tx.send(true);
     let _ = server.await;
-    if let Some(task) = http {
+    if let Some((_, task)) = http {
         // Its streams end on the stop signal; a client that does not read is not waited for.
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), task).await;
     }

@@ -1,5 +1,7 @@
 """The HTTP listener of every node (issue 22): the JSON API under /v1/, /metrics, the
-event journal (/v1/events, plain and followed as server-sent events) and JSON logs.
+event journal (/v1/events, plain and followed as server-sent events) and JSON logs. Any
+node shows every partition's HW and followers and every group, asked of the leaders and
+coordinators over their HTTP listeners.
 
 One 3-node `sluice dev-cluster` for the whole file (short replica lag and broker session
 timeouts, log.format=json); its tests run in order and tell one incident: a node paused
@@ -162,23 +164,55 @@ def test_group_view_after_a_consumer_commits(dc):
         c.commit(message=got[-1], asynchronous=False)
 
         def coordinator_view():
-            views = [get(a, f"/v1/groups/{group}") for a in dc.http.values()]
-            found = [b for s, b in views if s == 200]
-            return found[0] if len(found) == 1 and found[0]["partitions"] else None
+            views = {i: get(a, f"/v1/groups/{group}?local=true") for i, a in dc.http.items()}
+            found = [(i, b) for i, (s, b) in views.items() if s == 200]
+            return found[0] if len(found) == 1 and found[0][1]["partitions"] else None
 
-        g = wait_until(coordinator_view, 10, what=f"one node coordinating {group} with its offsets")
+        coordinator, g = wait_until(coordinator_view, 10, what=f"one node coordinating {group} with its offsets")
         assert g["group_id"] == group and g["protocol_type"] == "consumer", g
         assert g["state"] == "Stable" and len(g["members"]) == 1, g
         assert {"member_id", "client_id", "client_host"} <= set(g["members"][0]), g
         p = g["partitions"][0]
         assert (p["topic"], p["partition"], p["committed_offset"]) == (topic, 0, 5), g
         assert p["high_watermark"] == 5 and p["lag"] == 0, g
-        listed = [x for a in dc.http.values() for x in ok(a, "/v1/groups") if x["group_id"] == group]
-        assert len(listed) == 1 and listed[0]["state"] == "Stable", listed
+        # Every node answers for the group with its coordinator's view, and lists it once.
+        for i, a in dc.http.items():
+            assert ok(a, f"/v1/groups/{group}") == g, f"node {i}'s view of {group} differs from its coordinator's"
+            listed = [x for x in ok(a, "/v1/groups") if x["group_id"] == group]
+            assert len(listed) == 1 and listed[0]["state"] == "Stable", (i, listed)
+            assert listed[0]["coordinator"] == coordinator, (i, listed, coordinator)
+            local = [x for x in ok(a, "/v1/groups?local=true") if x["group_id"] == group]
+            assert len(local) == (1 if i == coordinator else 0), (i, local)
     finally:
         c.close()
     status, body = get(dc.http[1], "/v1/groups/no-such-group")
     assert status == 404 and "no-such-group" in body["error"], (status, body)
+
+
+def test_any_node_shows_every_partitions_progress_from_its_leader(dc):
+    bootstrap = bootstrap_of(dc, [1, 2, 3])
+    topic = "events-progress"
+    cl.create_topic(bootstrap, topic, 3, 3)
+    acked, errors, left = produce_values(bootstrap, topic, [b"p%d" % i for i in range(30)])
+    assert (len(acked), errors, left) == (30, [], 0)
+    per_partition = {}
+    for p, _ in acked.values():
+        per_partition[p] = per_partition.get(p, 0) + 1
+
+    def complete(addr):
+        t = ok(addr, f"/v1/topics/{topic}")
+        parts = t["partitions"]
+        good = all(p.get("high_watermark") == per_partition.get(p["partition"], 0)
+                   and len(p.get("followers", [])) == 2 and all(f["lag"] == 0 for f in p["followers"])
+                   for p in parts)
+        return parts if good and len(parts) == 3 else None
+
+    for i, a in dc.http.items():
+        parts = wait_until(lambda: complete(a), 15, what=f"node {i} showing every partition's HW and followers")
+        assert len({p["leader"] for p in parts}) >= 2, parts  # some came from a peer
+        local = ok(a, f"/v1/topics/{topic}?local=true")["partitions"]
+        with_hw = {p["partition"] for p in local if "high_watermark" in p}
+        assert with_hw == {p["partition"] for p in parts if p["leader"] == i}, (i, local)
 
 
 def _victim(dc):

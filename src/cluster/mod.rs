@@ -219,12 +219,13 @@ impl Cluster {
 
     /// Registers with the controller and heartbeats forever; re-registers if the controller
     /// forgot this broker (a stale epoch). `host`/`port` are the inter-broker listener's
-    /// advertised address; `endpoints` every listener's.
+    /// advertised address; `endpoints` every listener's; `http` the HTTP listener's.
     pub async fn run_membership(
         self: Arc<Self>,
         host: String,
         port: i32,
         endpoints: Vec<Endpoint>,
+        http: Option<String>,
         rack: Option<String>,
         interval: Duration,
         mut shutdown: watch::Receiver<bool>,
@@ -239,6 +240,7 @@ impl Cluster {
                 rack: rack.clone(),
                 controller: is_voter,
                 endpoints: endpoints.clone(),
+                http: http.clone(),
             };
             let epoch = match self.call(req, Duration::from_secs(5)).await {
                 Ok(Response::Registered { epoch }) => epoch,

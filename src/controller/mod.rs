@@ -122,7 +122,7 @@ impl Controller {
         }
         let _turn = self.ops.lock().await;
         let r = match req {
-            Request::Register { id, incarnation, host, port, rack, controller, endpoints } => {
+            Request::Register { id, incarnation, host, port, rack, controller, endpoints, http } => {
                 self.heartbeats.lock().insert(id, now_ms());
                 // A restarted broker may have lost what it had not flushed: its old self
                 // leaves the ISRs and gives up leadership before the new one registers.
@@ -131,7 +131,7 @@ impl Controller {
                 if restarted && !recs.is_empty() {
                     tracing::info!(broker_id = id, partitions = recs.len(), "broker restarted: moving its leadership and ISR places");
                 }
-                recs.push(Record::RegisterBroker { id, incarnation, host, port, rack, controller, endpoints });
+                recs.push(Record::RegisterBroker { id, incarnation, host, port, rack, controller, endpoints, http });
                 self.quorum.propose(recs).await.map(|epoch| Response::Registered { epoch })
             }
             Request::Heartbeat { id, epoch, applied, shutting_down } => self.heartbeat(id, epoch, applied, shutting_down).await,

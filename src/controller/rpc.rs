@@ -48,6 +48,9 @@ pub enum Request {
         /// Every listener's address (absent from brokers before named listeners).
         #[serde(default)]
         endpoints: Vec<crate::metadata::records::Endpoint>,
+        /// Its HTTP listener's address (absent from brokers before it was registered).
+        #[serde(default)]
+        http: Option<String>,
     },
     Heartbeat {
         id: i32,

@@ -15,6 +15,7 @@ mod events;
 mod faults;
 mod messages;
 mod nodes;
+mod remote;
 mod scenarios;
 mod views;
 

@@ -18,7 +18,6 @@ use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{error, Ctx};
 use crate::fault::nodes::{self, DevError, Request};
@@ -110,29 +109,10 @@ pub(super) async fn faults(State(ctx): State<Ctx>, method: Method, Path(id): Pat
     let Some(addr) = node["http"].as_str().filter(|a| !a.is_empty()) else {
         return error(StatusCode::CONFLICT, format!("node {id} has no HTTP listener"));
     };
-    match tokio::time::timeout(Duration::from_secs(10), forward(addr, method.as_str(), &body)).await {
+    match tokio::time::timeout(Duration::from_secs(10), super::remote::request(addr, method.as_str(), "/v1/faults", &body)).await {
         Ok(Ok((status, body))) => (status, [(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response(),
         Ok(Err(e)) => error(StatusCode::BAD_GATEWAY, format!("node {id} ({addr}): {e}")),
         Err(_) => error(StatusCode::GATEWAY_TIMEOUT, format!("node {id} ({addr}) did not answer within 10 s (is it paused?)")),
     }
 }
 
-/// One HTTP/1.1 request to `/v1/faults` at `addr`, the connection closed after it: the
-/// answer's status and body.
-async fn forward(addr: &str, method: &str, body: &[u8]) -> std::io::Result<(StatusCode, Vec<u8>)> {
-    let mut s = tokio::net::TcpStream::connect(addr).await?;
-    let head = format!(
-        "{method} /v1/faults HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes()).await?;
-    s.write_all(body).await?;
-    let mut answer = Vec::new();
-    s.read_to_end(&mut answer).await?;
-    let bad = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("bad HTTP answer: {what}"));
-    let split = answer.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| bad("no header end"))?;
-    let head = String::from_utf8_lossy(&answer[..split]);
-    let code = head.split_whitespace().nth(1).and_then(|c| c.parse::<u16>().ok()).ok_or_else(|| bad("no status"))?;
-    let status = StatusCode::from_u16(code).map_err(|_| bad("status"))?;
-    Ok((status, answer[split + 4..].to_vec()))
-}

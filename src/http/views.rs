@@ -1,6 +1,8 @@
 //! The JSON views of `/v1/`: the cluster, brokers, topics and groups as this node sees
-//! them, with Kafka's field names in snake_case. Offsets and lag come from the partitions
-//! this node hosts: a leader shows its followers' progress, a coordinator its groups.
+//! them, with Kafka's field names in snake_case. Offsets and lag are known where a
+//! partition is led and a group coordinated: for one topic and for groups, this node asks
+//! the nodes that lead or coordinate them over their HTTP listeners ([`super::remote`]);
+//! `?local=true` answers with this node's own part only.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
@@ -11,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
+use super::remote::{self, get_json, http_of, local_only, segment};
 use super::{error, Ctx};
 use crate::broker::Broker;
 use crate::controller::rpc::{Request, Response as ControllerAnswer};
@@ -182,9 +185,36 @@ pub(super) async fn topic(State(ctx): State<Ctx>, Path(name): Path<String>, Quer
         Err(e) => return error(StatusCode::BAD_REQUEST, e),
     };
     let img = ctx.broker.cluster.image();
-    match img.topics.get(&name) {
-        Some(t) => Json(topic_view(&ctx.broker, &img, t, w)).into_response(),
-        None => error(StatusCode::NOT_FOUND, format!("unknown topic '{name}'")),
+    let Some(t) = img.topics.get(&name) else {
+        return error(StatusCode::NOT_FOUND, format!("unknown topic '{name}'"));
+    };
+    let mut v = topic_view(&ctx.broker, &img, t, w);
+    if !local_only(&q) {
+        if let Some(parts) = v["partitions"].as_array_mut() {
+            add_remote_progress(&ctx.broker, &name, parts).await;
+        }
+    }
+    Json(v).into_response()
+}
+
+/// Fills in the progress of the partitions in `parts` that other live nodes lead.
+async fn add_remote_progress(b: &Broker, topic: &str, parts: &mut [Value]) {
+    let me = b.identity.node_id;
+    let remote: Vec<(usize, i32)> = parts
+        .iter()
+        .filter(|p| p.get("high_watermark").is_none())
+        .filter_map(|p| Some((p["partition"].as_u64()? as usize, p["leader"].as_i64()? as i32)))
+        .filter(|(_, l)| *l >= 0 && *l != me)
+        .collect();
+    if remote.is_empty() {
+        return;
+    }
+    let got = remote::leaders_progress(b, topic, &remote).await;
+    for p in parts.iter_mut() {
+        let Some(Value::Object(fields)) = p["partition"].as_u64().and_then(|i| got.get(&(i as usize))) else { continue };
+        for (k, x) in fields {
+            p[k] = x.clone();
+        }
     }
 }
 
@@ -198,23 +228,42 @@ pub(super) async fn health(State(ctx): State<Ctx>) -> Json<Value> {
     Json(Health::check(b.cluster.active_controller().unwrap_or(-1), &live, partitions).to_json())
 }
 
-pub(super) async fn groups(State(ctx): State<Ctx>) -> Json<Value> {
-    let list = ctx.broker.groups.list();
-    Json(Value::Array(
-        list.into_iter()
-            .map(|(group_id, protocol_type, state, group_type)| {
-                json!({ "group_id": group_id, "protocol_type": protocol_type, "state": state, "group_type": group_type })
-            })
-            .collect(),
-    ))
+/// `GET /v1/groups`: every group of the cluster, each with its `coordinator`, gathered from
+/// the live nodes (a node that does not answer in time leaves its groups out).
+pub(super) async fn groups(State(ctx): State<Ctx>, Query(q): Query<HashMap<String, String>>) -> Json<Value> {
+    let b = &ctx.broker;
+    let me = b.identity.node_id;
+    let mut all: Vec<Value> = b
+        .groups
+        .list()
+        .into_iter()
+        .map(|(group_id, protocol_type, state, group_type)| {
+            json!({ "group_id": group_id, "protocol_type": protocol_type, "state": state, "group_type": group_type, "coordinator": me })
+        })
+        .collect();
+    if !local_only(&q) {
+        let peers = b.cluster.image().live_brokers().iter().filter_map(|x| http_of(b, x.id)).collect::<Vec<_>>();
+        let asks = peers.iter().map(|addr| get_json(addr, "/v1/groups?local=true"));
+        for answer in futures_util::future::join_all(asks).await {
+            all.extend(answer.and_then(|v| v.as_array().cloned()).unwrap_or_default());
+        }
+        all.sort_by(|a, b| a["group_id"].as_str().cmp(&b["group_id"].as_str()));
+    }
+    Json(Value::Array(all))
 }
 
-pub(super) async fn group(State(ctx): State<Ctx>, Path(id): Path<String>) -> Response {
+pub(super) async fn group(State(ctx): State<Ctx>, Path(id): Path<String>, Query(q): Query<HashMap<String, String>>) -> Response {
     let b = &ctx.broker;
     let Some((_, protocol_type, state, group_type)) = b.groups.list().into_iter().find(|g| g.0 == id) else {
         let p = b.groups.offsets_partition(&id);
         let coordinator =
             b.cluster.image().topics.get(crate::group::OFFSETS_TOPIC).and_then(|t| t.partitions.get(p as usize)).map(|s| s.leader);
+        // The coordinator's own view, asked of it.
+        if let Some(addr) = coordinator.filter(|_| !local_only(&q)).and_then(|c| http_of(b, c)) {
+            if let Some(v) = get_json(&addr, &format!("/v1/groups/{}?local=true", segment(&id))).await {
+                return Json(v).into_response();
+            }
+        }
         let hint = match coordinator {
             Some(c) if c >= 0 && c != b.identity.node_id => format!(" (its coordinator is broker {c})"),
             _ => String::new(),
@@ -238,16 +287,32 @@ pub(super) async fn group(State(ctx): State<Ctx>, Path(id): Path<String>) -> Res
             })
             .collect(),
     };
+    let img = b.cluster.image();
     let mut partitions = Vec::new();
     for (topic, parts) in b.groups.fetch_offsets(&id, None) {
-        for (partition, committed) in parts {
-            let Some(c) = committed else { continue };
-            let local = b.replicas.partition(&topic, partition).map(|p| p.with_state(|s| (s.high_watermark, s.log.log_end_offset())));
-            let mut v = json!({ "topic": topic, "partition": partition, "committed_offset": c.offset });
-            if let Some((hw, leo)) = local {
+        let committed: Vec<(i32, i64)> = parts.into_iter().filter_map(|(p, c)| Some((p, c?.offset))).collect();
+        let leader_of = |p: i32| img.topics.get(&topic).and_then(|t| t.partitions.get(p as usize)).map_or(-1, |s| s.leader);
+        // The HW is the leader's: asked of the leaders of those this node does not lead (even
+        // for `?local=true`: a topic's `?local=true` view asks no one further).
+        let remote: Vec<(usize, i32)> = committed
+            .iter()
+            .map(|(p, _)| (*p as usize, leader_of(*p)))
+            .filter(|(_, l)| *l >= 0 && *l != b.identity.node_id)
+            .collect();
+        let asked = if remote.is_empty() { HashMap::new() } else { remote::leaders_progress(b, &topic, &remote).await };
+        for (partition, offset) in committed {
+            let led_here = b.replicas.partition(&topic, partition).filter(|p| p.is_leader());
+            let progress = match led_here {
+                Some(p) => Some(p.with_state(|s| (s.high_watermark, s.log.log_end_offset()))),
+                None => asked
+                    .get(&(partition as usize))
+                    .and_then(|v| Some((v["high_watermark"].as_i64()?, v["log_end_offset"].as_i64()?))),
+            };
+            let mut v = json!({ "topic": topic, "partition": partition, "committed_offset": offset });
+            if let Some((hw, leo)) = progress {
                 v["high_watermark"] = json!(hw);
                 v["log_end_offset"] = json!(leo);
-                v["lag"] = json!((hw - c.offset).max(0));
+                v["lag"] = json!((hw - offset).max(0));
             }
             partitions.push(v);
         }

@@ -23,6 +23,7 @@ fn register(id: i32) -> Record {
             port: 9000 + id,
             security_protocol: SecurityProtocol::Plaintext,
         }],
+        http: None,
     }
 }
 

@@ -24,6 +24,9 @@ pub struct BrokerInfo {
     /// Every listener's address; empty for a broker registered before named listeners.
     #[serde(default)]
     pub endpoints: Vec<Endpoint>,
+    /// `host:port` of its HTTP listener, where its `/v1` views of what it leads are.
+    #[serde(default)]
+    pub http: Option<String>,
 }
 
 impl BrokerInfo {
@@ -105,7 +108,7 @@ impl Image {
                     self.cluster_id = Some(id.clone());
                 }
             }
-            Record::RegisterBroker { id, incarnation, host, port, rack, controller, endpoints } => {
+            Record::RegisterBroker { id, incarnation, host, port, rack, controller, endpoints, http } => {
                 self.brokers.insert(
                     *id,
                     BrokerInfo {
@@ -118,6 +121,7 @@ impl Image {
                         fenced: true,
                         controller: *controller,
                         endpoints: endpoints.clone(),
+                        http: http.clone(),
                     },
                 );
             }
@@ -259,6 +263,7 @@ mod tests {
                     rack: (broker % 2 == 0).then(|| format!("r{}", broker % 3)),
                     controller: broker < 3,
                     endpoints: Vec::new(),
+                    http: None,
                 },
                 // Epochs are offsets: guess one near the present, as real records would name.
                 1 => Record::FenceBroker { id: broker, epoch: rng.below(i as u64 + 2) },
@@ -394,6 +399,7 @@ mod tests {
             rack: None,
             controller: true,
             endpoints: Vec::new(),
+            http: None,
         };
         img.apply(5, &reg);
         assert!(!img.is_live(1), "a new registration starts fenced");

@@ -133,6 +133,9 @@ pub enum Record {
         controller: bool,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         endpoints: Vec<Endpoint>,
+        /// `host:port` of its HTTP listener (Sluice's own: metrics, `/v1`, the console), if it has one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        http: Option<String>,
     },
     FenceBroker {
         id: i32,

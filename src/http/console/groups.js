@@ -1,15 +1,16 @@
-// The Groups pane: the groups this node coordinates, and a group's members, committed
+// The Groups pane: the cluster's groups with their coordinators, and a group's members, committed
 // offsets and lag per partition (a bar per partition, scaled to the largest lag).
 import { getJSON, el, poll, table, errorLine } from "./api.js";
 
 function mountList(root) {
   const body = el("div");
-  root.append(el("h1", {}, "Groups"), el("p", { class: "muted" }, "Groups coordinated by this node (each node shows its own)."), body);
+  root.append(el("h1", {}, "Groups"), el("p", { class: "muted" }, "Every group of the cluster, as its coordinator reports it."), body);
   return poll(async () => {
     const groups = await getJSON("/v1/groups");
     body.replaceChildren(groups.length
-      ? table(["Group", "Type", "Protocol", "State"], groups.map((g) => [
-        el("a", { href: `#/group/${encodeURIComponent(g.group_id)}` }, g.group_id), g.group_type, g.protocol_type || "—", g.state]), { id: "groups" })
+      ? table(["Group", "Type", "Protocol", "State", "Coordinator"], groups.map((g) => [
+        el("a", { href: `#/group/${encodeURIComponent(g.group_id)}` }, g.group_id), g.group_type, g.protocol_type || "—", g.state,
+        String(g.coordinator ?? "—")]), { id: "groups" })
       : el("p", { class: "muted" }, "No groups here."));
   }, 3000, (e) => e && body.replaceChildren(errorLine(e)));
 }

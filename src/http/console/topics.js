@@ -91,7 +91,7 @@ function mountGrid(root, r) {
     const width = Math.max(t.replication_factor, ...t.partitions.map((p) => p.replicas.length));
     const pages = Math.ceil(t.partition_count / GRID_PAGE);
     head.textContent = `${t.partition_count} partitions · RF ${t.replication_factor} · min.insync.replicas ${t.min_insync_replicas ?? "?"} · ` +
-      "HW/LEO and follower lag show for the partitions this node leads";
+      "HW/LEO and follower lag as each partition's leader reports them";
     const headers = ["Partition", "Leader", "ISR", "HW", "LEO", "State", ...Array.from({ length: width }, (_, i) => `Replica ${i + 1}`)];
     const grid = table(headers, t.partitions.map((p) => partitionRow(p, width, live)), { id: "grid" });
     if (pages > 1) body.replaceChildren(grid, pager(page, pages, (p) => { location.hash = `#/topic/${encodeURIComponent(name)}?page=${p}`; }));
