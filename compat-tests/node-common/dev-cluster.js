@@ -1,13 +1,15 @@
 // A three-node `sluice dev-cluster` for the Node.js suites' leader-kill scenarios: started on
 // free ports, its nodes' pids and HTTP addresses read from its output, the active controller
-// found from the nodes' /metrics, and stopped (every node) at the end.
+// found from the nodes' /metrics, and stopped (every node) at the end; and the scenario's load
+// and its check, which do not depend on the client.
 'use strict'
 
+const assert = require('node:assert/strict')
 const { spawn } = require('node:child_process')
 const fs = require('node:fs')
 const net = require('node:net')
 const path = require('node:path')
-const { env } = require('./harness')
+const { env, duplicates } = require('./harness')
 
 const portFree = port => new Promise(resolve => {
   const s = net.createServer().once('error', () => resolve(false))
@@ -90,4 +92,36 @@ async function stopCluster(cluster) {
   }
 }
 
-module.exports = { devCluster, activeController, stopCluster }
+/** The leader-kill load: `before` + `after` sends of `perSend` numbered records, one at a time
+ * through `send(values)` (resolving once acknowledged), with `kill()` called before send number
+ * `before`. Resolves to {acked: the acknowledged values, ackedAtKill: how many then, failedSends}. */
+async function sendThroughKill({ send, kill, perSend = 10, before = 15, after = 25 }) {
+  const acked = []
+  let failedSends = 0
+  let ackedAtKill = 0
+  for (let s = 0; s < before + after; s++) {
+    if (s === before) {
+      ackedAtKill = acked.length
+      kill()
+    }
+    const values = Array.from({ length: perSend }, (_, i) => String(s * perSend + i))
+    try {
+      await send(values)
+      acked.push(...values)
+    } catch (e) {
+      // Not acknowledged: these may or may not be in the log, and are not checked.
+      failedSends++
+    }
+  }
+  assert.ok(acked.length > ackedAtKill, `records acknowledged after the kill (failed sends: ${failedSends})`)
+  return { acked, ackedAtKill, failedSends }
+}
+
+/** No value is in the log (`values`, read back) twice, and every acknowledged one is there. */
+function checkReadBack(acked, values) {
+  assert.deepEqual(duplicates(values), [], 'records in the log twice')
+  const have = new Set(values)
+  assert.deepEqual(acked.filter(v => !have.has(v)), [], 'acknowledged records lost')
+}
+
+module.exports = { devCluster, activeController, stopCluster, sendThroughKill, checkReadBack }

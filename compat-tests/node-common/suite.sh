@@ -2,7 +2,8 @@
 #   client       the matrix's name for the client, e.g. kafkajs
 #   here, root   the suite's directory and the repo
 #   scenarios    the scenario names in the matrix's column order (each a test/<name>.test.js)
-#   install      a function that installs the client into $here/node_modules (called in $here)
+#   install      a function that installs the client into $here/node_modules (called in $here);
+#                it may set `label`, the client's name in the matrix rows (default: $client)
 #
 # Starts one broker for the suite (a PLAINTEXT listener, and a SASL_SSL one with SCRAM users and
 # a CA made here with openssl) and runs each scenario file with node's built-in test runner,
@@ -19,10 +20,11 @@ logs="$root/target/test-logs"
 mkdir -p "$logs"
 matrix="$logs/matrix-$client.tsv"
 : >"$matrix"
+label="$client"
 # The suite could not run: every scenario's cell says why.
 fail() {
     echo "$client: $*"
-    for s in "${scenarios[@]}"; do printf '%s\t%s\tfail\tsuite not run: %s\n' "$client" "$s" "$*"; done >"$matrix"
+    for s in "${scenarios[@]}"; do printf '%s\t%s\tfail\tsuite not run: %s\n' "$label" "$s" "$*"; done >"$matrix"
     echo "$client: 0 passed, 1 failed"
     exit 1
 }
@@ -76,7 +78,7 @@ plain="$(address PLAINTEXT)"
 sasl="$(address SASL_SSL)"
 [ -n "$plain" ] && [ -n "$sasl" ] || fail "no listener addresses in the ready line: $advertised"
 
-export SUITE_CLIENT="$client" SUITE_BROKERS="$plain" SUITE_SASL_BROKERS="$sasl" SUITE_CA="$work/ca.pem"
+export SUITE_CLIENT="$label" SUITE_BROKERS="$plain" SUITE_SASL_BROKERS="$sasl" SUITE_CA="$work/ca.pem"
 export SUITE_MATRIX="$matrix" SUITE_WORK="$work"
 
 files=()
@@ -95,7 +97,7 @@ rows="$(cat "$matrix")"
 : >"$matrix"
 for s in "${scenarios[@]}"; do
     row="$(printf '%s\n' "$rows" | awk -F'\t' -v s="$s" '$2 == s' | tail -1)"
-    [ -n "$row" ] || row="$(printf '%s\t%s\tfail\ttimed out or crashed before writing its result' "$client" "$s")"
+    [ -n "$row" ] || row="$(printf '%s\t%s\tfail\ttimed out or crashed before writing its result' "$label" "$s")"
     printf '%s\n' "$row" >>"$matrix"
 done
 
