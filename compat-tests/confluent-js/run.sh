@@ -40,11 +40,16 @@ ensure_packages() {
         $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# How the client is built (see install()); a cached build is reused only if made the same way.
+build_env=(npm_config_build_from_source=true npm_config_nodedir=/usr CKJS_LINKING=dynamic JOBS=1)
+
 install() {
     local abi key cache
     abi="$(node -p process.versions.modules)"
-    key="$(sha256sum <package-lock.json | cut -c1-12)"
+    key="$( (cat package-lock.json; echo "${build_env[*]}") | sha256sum | cut -c1-12)"
     cache="${SLUICE_CACHE:-$HOME/.cache/sluice}/confluent-js-node$abi-$key"
+    # One build at a time: a second run waits for the first one's build, then uses it.
+    mkdir -p "$(dirname "$cache")" && exec 9>"$cache.lock" && flock 9 || return 1
     if [ ! -f "$cache/.complete" ]; then
         ensure_packages || return 1
         rm -rf "$cache" && mkdir -p "$cache" && cp package.json package-lock.json "$cache/" || return 1
@@ -55,7 +60,7 @@ install() {
         # CKJS_LINKING=dynamic: librdkafka's configure uses the system's OpenSSL, zlib and zstd;
         # its default (static) downloads their sources. JOBS=1: node-gyp's parallel make races
         # librdkafka's configure step (librdkafka's own make runs in parallel anyway).
-        if ! (cd "$cache" && env npm_config_build_from_source=true npm_config_nodedir=/usr CKJS_LINKING=dynamic JOBS=1 \
+        if ! (cd "$cache" && env "${build_env[@]}" \
             npm ci --no-audit --no-fund --foreground-scripts --cache "$cache/.npm-cache" >"$cache/build.log" 2>&1); then
             tail -30 "$cache/build.log"
             return 1
@@ -68,6 +73,7 @@ install() {
     # A node_modules left by a plain `npm install` here is replaced by the link to the cache.
     [ -L node_modules ] || rm -rf node_modules
     ln -sfn "$cache/node_modules" node_modules
+    exec 9>&-
     # The matrix names the client with its version and its librdkafka's.
     label="$(node -p "const k = require('@confluentinc/kafka-javascript');
         'confluent-js ' + require('@confluentinc/kafka-javascript/package.json').version + ' (librdkafka ' + k.librdkafkaVersion + ')'")" || return 1
