@@ -9,6 +9,7 @@
 
 const assert = require('node:assert/strict')
 const { checkTransactionsReadBack } = require('../../node-common/checks')
+const { transactionRounds } = require('../../node-common/transactions')
 const { confluent, consumerOf, uniqueName, withTopic, scenario, consumeUntil, describeError } = require('../lib')
 
 const { IsolationLevel } = confluent.KafkaJS
@@ -23,44 +24,17 @@ scenario('transactions', async () => {
 
   const transactionalId = uniqueName('confluent-js-txn')
   const transactional = () => client.producer({ kafkaJS: { transactionalId, idempotent: true, acks: -1 } })
-  const records = label => ({
-    topic,
-    messages: Array.from({ length: perTxn }, (_, i) => ({ key: `k${i}`, value: `${label}-${i}` })),
-  })
-  const offsetsAt = offset => ({ consumer: groupConsumer, topics: [{ topic, partitions: [{ partition: 0, offset: String(offset) }] }] })
-  const producer = transactional()
-  await producer.connect()
-  const outcomes = [['committed-1', 'commit', 5], ['aborted', 'abort', 9], ['committed-2', 'commit', 7]]
-  const stable = async () => (await admin.fetchTopicOffsets(topic, { isolationLevel: IsolationLevel.READ_COMMITTED }))
-    .map(p => `${p.partition}:${p.high}`).sort().join(' ')
-  for (const [label, end, groupOffset] of outcomes) {
-    const before = await stable()
-    const txn = await producer.transaction()
-    await txn.send(records(label))
-    assert.equal(await stable(), before, 'the last stable offset stays at an open transaction\'s first record')
-    await txn.sendOffsets(offsetsAt(groupOffset))
-    await (end === 'commit' ? txn.commit() : txn.abort())
-  }
-
   // The successor's connect() (InitProducerId) bumps the epoch: the coordinator aborts the
   // first producer's open transaction, and its next send and its commit are refused.
-  const zombie = await producer.transaction()
-  await zombie.send(records('fenced'))
-  const successor = transactional()
-  await successor.connect()
-  const next = await successor.transaction()
-  let refusal
-  const fenced = e => {
-    refusal = e.type || e.code
-    return /fenc|epoch/i.test(describeError(e))
-  }
-  await assert.rejects(zombie.send(records('fenced-late')), fenced, 'a fenced producer sends')
-  await assert.rejects(zombie.commit(), fenced, 'a fenced producer commits')
-  await next.send(records('committed-3'))
-  await next.sendOffsets(offsetsAt(11))
-  await next.commit()
-  await producer.disconnect().catch(() => {})
-  await successor.disconnect()
+  const refusal = await transactionRounds({
+    topic,
+    perTxn,
+    transactional,
+    offsetsAt: offset => ({ consumer: groupConsumer, topics: [{ topic, partitions: [{ partition: 0, offset: String(offset) }] }] }),
+    stable: async () => (await admin.fetchTopicOffsets(topic, { isolationLevel: IsolationLevel.READ_COMMITTED }))
+      .map(p => `${p.partition}:${p.high}`).sort().join(' '),
+    fenced: e => (/fenc|epoch/i.test(describeError(e)) ? e.type || e.code : undefined),
+  })
   await groupConsumer.disconnect()
 
   // Both consumers read until the records of the last transaction are in: the read_committed

@@ -9,6 +9,7 @@
 
 const assert = require('node:assert/strict')
 const { checkTransactionsReadBack } = require('../../node-common/checks')
+const { transactionRounds } = require('../../node-common/transactions')
 const { consumerOf, uniqueName, withTopic, scenario, consumeUntil } = require('../lib')
 
 const perTxn = 12
@@ -19,48 +20,19 @@ scenario('transactions', async () => {
 
   const transactionalId = uniqueName('kafkajs-txn')
   const transactional = () => client.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 })
-  const records = label => ({
-    topic,
-    messages: Array.from({ length: perTxn }, (_, i) => ({ key: `k${i}`, value: `${label}-${i}` })),
-  })
-  const producer = transactional()
-  await producer.connect()
-  const outcomes = [['committed-1', 'commit', 5], ['aborted', 'abort', 9], ['committed-2', 'commit', 7]]
-  // kafkajs's ListOffsets is read_committed: its high offset is the last stable offset.
-  const stable = async () => (await admin.fetchTopicOffsets(topic)).map(p => `${p.partition}:${p.high}`).sort().join(' ')
-  for (const [label, end, groupOffset] of outcomes) {
-    const before = await stable()
-    const txn = await producer.transaction()
-    await txn.send(records(label))
-    assert.equal(await stable(), before, 'the last stable offset stays at an open transaction\'s first record')
-    await txn.sendOffsets({
-      consumerGroupId: group,
-      topics: [{ topic, partitions: [{ partition: 0, offset: String(groupOffset) }] }],
-    })
-    await (end === 'commit' ? txn.commit() : txn.abort())
-  }
-
   // kafkajs takes a transactional producer id at the first transaction(), so that is where
   // the successor bumps the epoch: the coordinator aborts the open transaction, and the first
   // producer's next send and its commit are refused (Kafka answers clients of kafkajs's
   // versions INVALID_PRODUCER_EPOCH, newer ones PRODUCER_FENCED).
-  const zombie = await producer.transaction()
-  await zombie.send(records('fenced'))
-  const successor = transactional()
-  await successor.connect()
-  const next = await successor.transaction()
-  let refusal
-  const fenced = e => {
-    refusal = e.type
-    return ['INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED'].includes(e.type)
-  }
-  await assert.rejects(zombie.send(records('fenced-late')), fenced, 'a fenced producer sends')
-  await assert.rejects(zombie.commit(), fenced, 'a fenced producer commits')
-  await next.send(records('committed-3'))
-  await next.sendOffsets({ consumerGroupId: group, topics: [{ topic, partitions: [{ partition: 0, offset: '11' }] }] })
-  await next.commit()
-  await producer.disconnect()
-  await successor.disconnect()
+  const refusal = await transactionRounds({
+    topic,
+    perTxn,
+    transactional,
+    offsetsAt: offset => ({ consumerGroupId: group, topics: [{ topic, partitions: [{ partition: 0, offset: String(offset) }] }] }),
+    // kafkajs's ListOffsets is read_committed: its high offset is the last stable offset.
+    stable: async () => (await admin.fetchTopicOffsets(topic)).map(p => `${p.partition}:${p.high}`).sort().join(' '),
+    fenced: e => (['INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED'].includes(e.type) ? e.type : undefined),
+  })
 
   // Both consumers read until the records (and markers) of the last transaction are in:
   // the read_committed one cannot see the aborted records before that point, so "none of
