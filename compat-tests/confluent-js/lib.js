@@ -5,7 +5,7 @@
 
 const crypto = require('node:crypto')
 const confluent = require('@confluentinc/kafka-javascript')
-const { env, brokers, uniqueName, matrixRow, scenario, sleep, waitFor, duplicates } = require('../node-common/harness')
+const { env, brokers, uniqueName, scenario, waitFor } = require('../node-common/harness')
 
 const { Kafka, logLevel } = confluent.KafkaJS
 
@@ -87,7 +87,4 @@ async function consumeUntil(consumer, topic, done, ms = 20000) {
 /** The error's name, code and message, for assertions on how the client refused something. */
 const describeError = e => `${e && e.name} ${e && e.type} ${e && e.code} ${e && e.message}`
 
-module.exports = {
-  confluent, env, brokers, kafka, consumerOf, uniqueName, withTopic, plain, matrixRow, scenario, sleep, waitFor,
-  consumeUntil, duplicates, describeError,
-}
+module.exports = { confluent, env, brokers, kafka, consumerOf, uniqueName, withTopic, scenario, waitFor, consumeUntil, describeError }

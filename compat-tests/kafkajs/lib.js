@@ -4,7 +4,7 @@
 
 const crypto = require('node:crypto')
 const { Kafka, logLevel } = require('kafkajs')
-const { env, brokers, uniqueName, matrixRow, scenario, waitFor, duplicates } = require('../node-common/harness')
+const { env, brokers, uniqueName, scenario, waitFor } = require('../node-common/harness')
 
 // kafkajs logs every retried error at ERROR; a scenario's assertions say what went wrong,
 // so the client stays quiet unless KAFKAJS_LOG_LEVEL asks for it (e.g. DEBUG).
@@ -65,4 +65,4 @@ async function consumeUntil(consumer, topic, done, ms = 20000) {
   return received
 }
 
-module.exports = { env, kafka, consumerOf, uniqueName, withTopic, matrixRow, scenario, waitFor, consumeUntil, duplicates }
+module.exports = { env, kafka, consumerOf, uniqueName, withTopic, scenario, waitFor, consumeUntil }

@@ -80,4 +80,4 @@ function duplicates(values) {
   return [...dups]
 }
 
-module.exports = { env, brokers, uniqueName, matrixRow, scenario, sleep, waitFor, duplicates }
+module.exports = { env, brokers, uniqueName, matrixRow, scenario, waitFor, duplicates }
