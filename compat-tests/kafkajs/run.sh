@@ -4,118 +4,24 @@
 #   compat-tests/kafkajs/run.sh [scenario ...]     # e.g. run.sh admin transactions
 #
 # SLUICE_BIN overrides the broker binary (default: <repo>/target/release/sluice). Installs
-# kafkajs from package-lock.json with `npm ci`, starts one broker for the suite (a PLAINTEXT
-# listener, and a SASL_SSL one with SCRAM users and a CA made here with openssl), and runs
-# each scenario file in test/ with node's built-in test runner; leader-kill starts its own
+# kafkajs from package-lock.json with `npm ci`, then ../node-common/suite.sh starts one broker
+# for the suite (a PLAINTEXT listener, and a SASL_SSL one with SCRAM users) and runs each
+# scenario file in test/ with node's built-in test runner; leader-kill starts its own
 # three-node dev-cluster. Each scenario writes its row to target/test-logs/matrix-kafkajs.tsv.
 # Prints "kafkajs: N passed, M failed" and exits non-zero if any scenario failed.
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-SLUICE_BIN="${SLUICE_BIN:-$root/target/release/sluice}"
-case "$SLUICE_BIN" in /*) ;; *) SLUICE_BIN="$PWD/$SLUICE_BIN" ;; esac
-export SLUICE_BIN
+client=kafkajs
 # The matrix's scenarios, in its column order.
 scenarios=(produce-consume-codecs idempotent group-of-three transactions admin sasl-tls leader-kill)
-[ $# -gt 0 ] && scenarios=("$@")
+export KAFKAJS_NO_PARTITIONER_WARNING=1
 
-logs="$root/target/test-logs"
-mkdir -p "$logs"
-matrix="$logs/matrix-kafkajs.tsv"
-: >"$matrix"
-# The suite could not run: every scenario's cell says why.
-fail() {
-    echo "kafkajs: $*"
-    for s in "${scenarios[@]}"; do printf 'kafkajs\t%s\tfail\tsuite not run: %s\n' "$s" "$*"; done >"$matrix"
-    echo "kafkajs: 0 passed, 1 failed"
-    exit 1
-}
-command -v node >/dev/null 2>&1 || fail "node is not installed"
-# --test-concurrency came in Node 20.10.
-node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 10) ? 0 : 1)' \
-    || fail "node $(node --version) is too old: the suite needs 20.10 or newer"
-[ -x "$SLUICE_BIN" ] || fail "no broker binary at $SLUICE_BIN"
-for s in "${scenarios[@]}"; do [ -f "$here/test/$s.test.js" ] || fail "no scenario '$s'"; done
-
-cd "$here"
 # npm ci wipes node_modules, so it runs only when the lock file is newer than the install.
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-    npm ci --prefer-offline --no-audit --no-fund --cache "$here/.npm-cache" >/dev/null || fail "npm ci failed"
-fi
-
-work="$(mktemp -d "${TMPDIR:-/tmp}/sluice-kafkajs.XXXXXX")"
-broker_pid=""
-cleanup() {
-    [ -n "$broker_pid" ] && kill "$broker_pid" 2>/dev/null && wait "$broker_pid" 2>/dev/null
-    rm -rf "$work"
+install() {
+    if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+        npm ci --prefer-offline --no-audit --no-fund --cache "$here/.npm-cache" >/dev/null
+    fi
 }
-trap cleanup EXIT
 
-# A CA and a broker certificate for 127.0.0.1, for the SASL_SSL listener.
-ssl() { openssl "$@" >/dev/null 2>&1 || fail "openssl $1 failed"; }
-ssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/ca.key" -out "$work/ca.pem" -days 2 -subj "/CN=sluice kafkajs CA"
-ssl req -newkey rsa:2048 -nodes -keyout "$work/broker.key" -out "$work/broker.csr" -subj "/CN=localhost"
-echo "subjectAltName=IP:127.0.0.1,DNS:localhost" >"$work/broker.ext"
-ssl x509 -req -in "$work/broker.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -CAcreateserial \
-    -out "$work/broker.pem" -days 2 -extfile "$work/broker.ext"
-cat "$work/broker.key" "$work/broker.pem" >"$work/broker-keystore.pem"
-
-"$SLUICE_BIN" serve --data-dir "$work/data" --node-id 1 \
-    --set 'listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0' \
-    --set security.inter.broker.protocol=PLAINTEXT \
-    --set sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512 \
-    --set ssl.keystore.type=PEM --set "ssl.keystore.location=$work/broker-keystore.pem" \
-    --set num.partitions=3 --set group.initial.rebalance.delay.ms=0 --set group.min.session.timeout.ms=1000 \
-    --add-scram 'SCRAM-SHA-512=[name=alice,password=alice-secret]' \
-    --add-scram 'SCRAM-SHA-256=[name=bob,password=bob-secret]' \
-    >"$work/broker.log" 2>&1 </dev/null &
-broker_pid=$!
-for _ in $(seq 200); do
-    grep -q "sluice ready:" "$work/broker.log" 2>/dev/null && break
-    kill -0 "$broker_pid" 2>/dev/null || { cat "$work/broker.log"; fail "the broker exited at startup"; }
-    sleep 0.1
-done
-grep -q "sluice ready:" "$work/broker.log" || { tail -20 "$work/broker.log"; fail "the broker was not ready in 20 s"; }
-# Port 0 lets the broker pick free ports (no race with other tests); its ready line says which.
-advertised="$(grep -o 'advertised [^)]*' "$work/broker.log" | head -1)"
-address() { echo "$advertised" | sed -nE "s|.*[ ,]$1://([0-9.]+:[0-9]+).*|\1|p"; }
-plain="$(address PLAINTEXT)"
-sasl="$(address SASL_SSL)"
-[ -n "$plain" ] && [ -n "$sasl" ] || fail "no listener addresses in the ready line: $advertised"
-
-export KAFKAJS_BROKERS="$plain" KAFKAJS_SASL_BROKERS="$sasl" KAFKAJS_CA="$work/ca.pem"
-export KAFKAJS_MATRIX="$matrix" KAFKAJS_WORK="$work" KAFKAJS_NO_PARTITIONER_WARNING=1
-
-files=()
-for s in "${scenarios[@]}"; do files+=("test/$s.test.js"); done
-tap="$work/results.tap"
-# Two files at a time: the machine's cores are shared, and the scenarios mostly wait on the broker.
-# The outer timeout is a backstop (the suite takes about 20 s), so that a hang cannot stall run-all.
-timeout -k 10 300 node --test --test-concurrency=2 --test-reporter=spec --test-reporter-destination=stdout \
-    --test-reporter=tap --test-reporter-destination="$tap" "${files[@]}"
-rc=$?
-
-# A scenario whose process died before writing its row still gets one, so the matrix has
-# every cell; the rows are rewritten in the matrix's column order.
-rows="$(cat "$matrix")"
-: >"$matrix"
-for s in "${scenarios[@]}"; do
-    row="$(printf '%s\n' "$rows" | awk -F'\t' -v s="$s" '$2 == s' | tail -1)"
-    [ -n "$row" ] || row="$(printf 'kafkajs\t%s\tfail\ttimed out or crashed before writing its result' "$s")"
-    printf '%s\n' "$row" >>"$matrix"
-done
-
-# A test that timed out is "cancelled" in node's count: a failure here.
-passed=$(awk '/^# pass /{print $3}' "$tap")
-failed=$(awk '/^# (fail|cancelled) /{s += $3} END {print s + 0}' "$tap")
-passed=${passed:-0}
-if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
-    echo "kafkajs: node --test exited $rc without a failing test"
-    failed=1
-fi
-if [ "$rc" -ne 0 ]; then
-    echo "--- broker log (last 40 lines)"
-    tail -40 "$work/broker.log"
-fi
-echo "kafkajs: ${passed} passed, ${failed} failed"
-exit "$rc"
+. "$here/../node-common/suite.sh"

@@ -1,62 +1,27 @@
 // Idempotent producers (InitProducerId, sequence numbers per partition): one with many sends
 // in flight at once, then a second one awaiting each send; every record is in the log exactly
-// once, and in the order the producer numbered it. (kafkajs numbers concurrent send() calls in
-// the order they take its broker lock, not the order they were called, so for the first
-// producer only the order inside each call is checked.)
+// once, and in the order the producer numbered it (../../node-common/idempotent.js). (kafkajs
+// numbers concurrent send() calls in the order they take its broker lock, not the order they
+// were called, so for the first producer only the order inside each call is checked.)
 'use strict'
 
-const assert = require('node:assert/strict')
-const { consumerOf, uniqueName, withTopic, scenario, consumeUntil, duplicates } = require('../lib')
-
-const rounds = 2 // the first sends concurrently, the second one send at a time
-const sendsPerRound = 40
-const perSend = 10
+const { consumerOf, uniqueName, withTopic, scenario, consumeUntil } = require('../lib')
+const { idempotentRounds } = require('../../node-common/idempotent')
 
 scenario('idempotent', async () => {
   const { client, admin, topic } = await withTopic('idem', 3)
-
-  const expected = []
-  for (let round = 0; round < rounds; round++) {
-    const producer = client.producer({ idempotent: true, maxInFlightRequests: 1 })
-    await producer.connect()
-    // Every send is started before the first is answered: kafkajs queues and batches
-    // them, and the broker must take each sequence once and in order.
-    const sends = []
-    for (let s = 0; s < sendsPerRound; s++) {
-      const messages = Array.from({ length: perSend }, (_, i) => {
-        const n = (round * sendsPerRound + s) * perSend + i
-        return { key: `k${n % 7}`, value: String(n) }
-      })
-      expected.push(...messages)
-      const sent = producer.send({ topic, acks: -1, messages })
-      if (round === 0) sends.push(sent)
-      else await sent
-    }
-    await Promise.all(sends)
-    await producer.disconnect()
+  try {
+    const note = await idempotentRounds({
+      newProducer: () => client.producer({ idempotent: true, maxInFlightRequests: 1 }),
+      // Every send of the first producer is started before the first is answered: kafkajs
+      // queues and batches them, and the broker must take each sequence once and in order.
+      send: (producer, messages) => producer.send({ topic, acks: -1, messages }),
+      offsets: () => admin.fetchTopicOffsets(topic),
+      readBack: count => consumeUntil(consumerOf(client, { groupId: uniqueName('idem-g') }), topic, r => r.length >= count),
+      orderGroup: (key, round, send) => (round === 0 ? `${key} send ${send}` : `${key} second producer`),
+    })
+    return `${note}, in sequence order per partition`
+  } finally {
+    await admin.disconnect()
   }
-
-  const offsets = await admin.fetchTopicOffsets(topic)
-  await admin.disconnect()
-  const inLog = offsets.reduce((n, p) => n + Number(p.high) - Number(p.low), 0)
-  assert.equal(inLog, expected.length, 'records in the log (high watermarks)')
-
-  const got = await consumeUntil(consumerOf(client, { groupId: uniqueName('idem-g') }), topic,
-    r => r.length >= expected.length)
-  const values = got.map(r => r.value)
-  assert.deepEqual(duplicates(values), [], 'records written twice')
-  assert.equal(new Set(values).size, expected.length, 'distinct records read back')
-  // Each key lives on one partition. Its values from one send() call (first producer), and
-  // all its values (second producer) were numbered in increasing order.
-  const firstSends = sendsPerRound * perSend
-  const order = n => (n < firstSends ? `send ${Math.floor(n / perSend)}` : 'second producer')
-  const last = new Map()
-  for (const r of got) {
-    const n = Number(r.value)
-    const at = `${r.key} ${order(n)}`
-    assert.ok(!(last.get(at) > n), `${at}: ${n} after ${last.get(at)}`)
-    last.set(at, n)
-  }
-  return `${expected.length} records from 2 idempotent producers (${sendsPerRound} concurrent sends, ` +
-    `${sendsPerRound} sequential): each once in the log, in sequence order per partition`
 })

@@ -9,8 +9,8 @@ const fs = require('node:fs')
 const { env, kafka, consumerOf, uniqueName, withTopic, scenario, consumeUntil } = require('../lib')
 
 const secure = sasl => kafka({
-  brokers: env('KAFKAJS_SASL_BROKERS').split(','),
-  ssl: { ca: [fs.readFileSync(env('KAFKAJS_CA'))] },
+  brokers: env('SUITE_SASL_BROKERS').split(','),
+  ssl: { ca: [fs.readFileSync(env('SUITE_CA'))] },
   sasl,
   retry: { retries: 0 },
   connectionTimeout: 3000,
@@ -20,7 +20,7 @@ async function roundtrip(client, label) {
   const { admin, topic } = await withTopic(`sasl-${label}`, 1, client)
   // Metadata over this listener names this listener's address, not the PLAINTEXT one.
   const { brokers } = await admin.describeCluster()
-  assert.deepEqual(brokers.map(b => `${b.host}:${b.port}`), env('KAFKAJS_SASL_BROKERS').split(','))
+  assert.deepEqual(brokers.map(b => `${b.host}:${b.port}`), env('SUITE_SASL_BROKERS').split(','))
   await admin.disconnect()
   const producer = client.producer()
   await producer.connect()
@@ -46,7 +46,7 @@ scenario('sasl-tls', async () => {
   await refused(secure({ mechanism: 'plain', username: 'alice', password: 'alice-secret' }),
     'PLAIN is not enabled', e => e.type === 'UNSUPPORTED_SASL_MECHANISM')
   // No TLS at all: the handshake never completes, so the connection fails.
-  await refused(kafka({ brokers: env('KAFKAJS_SASL_BROKERS').split(','), retry: { retries: 0 }, connectionTimeout: 2000, requestTimeout: 2000 }),
+  await refused(kafka({ brokers: env('SUITE_SASL_BROKERS').split(','), retry: { retries: 0 }, connectionTimeout: 2000, requestTimeout: 2000 }),
     'plaintext to the SASL_SSL listener', e => /connection|timeout/i.test(e.message))
   return 'SASL_SSL with the CA checked: SCRAM-SHA-512 and SCRAM-SHA-256 produce/consume; wrong password, ' +
     'missing credential, disabled PLAIN and a non-TLS client refused'

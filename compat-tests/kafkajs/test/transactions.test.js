@@ -8,6 +8,8 @@
 'use strict'
 
 const assert = require('node:assert/strict')
+const { checkTransactionsReadBack } = require('../../node-common/checks')
+const { transactionRounds } = require('../../node-common/transactions')
 const { consumerOf, uniqueName, withTopic, scenario, consumeUntil } = require('../lib')
 
 const perTxn = 12
@@ -18,71 +20,34 @@ scenario('transactions', async () => {
 
   const transactionalId = uniqueName('kafkajs-txn')
   const transactional = () => client.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 })
-  const records = label => ({
-    topic,
-    messages: Array.from({ length: perTxn }, (_, i) => ({ key: `k${i}`, value: `${label}-${i}` })),
-  })
-  const producer = transactional()
-  await producer.connect()
-  const outcomes = [['committed-1', 'commit', 5], ['aborted', 'abort', 9], ['committed-2', 'commit', 7]]
-  // kafkajs's ListOffsets is read_committed: its high offset is the last stable offset.
-  const stable = async () => (await admin.fetchTopicOffsets(topic)).map(p => `${p.partition}:${p.high}`).sort().join(' ')
-  for (const [label, end, groupOffset] of outcomes) {
-    const before = await stable()
-    const txn = await producer.transaction()
-    await txn.send(records(label))
-    assert.equal(await stable(), before, 'the last stable offset stays at an open transaction\'s first record')
-    await txn.sendOffsets({
-      consumerGroupId: group,
-      topics: [{ topic, partitions: [{ partition: 0, offset: String(groupOffset) }] }],
-    })
-    await (end === 'commit' ? txn.commit() : txn.abort())
-  }
-
   // kafkajs takes a transactional producer id at the first transaction(), so that is where
   // the successor bumps the epoch: the coordinator aborts the open transaction, and the first
   // producer's next send and its commit are refused (Kafka answers clients of kafkajs's
   // versions INVALID_PRODUCER_EPOCH, newer ones PRODUCER_FENCED).
-  const zombie = await producer.transaction()
-  await zombie.send(records('fenced'))
-  const successor = transactional()
-  await successor.connect()
-  const next = await successor.transaction()
-  let refusal
-  const fenced = e => {
-    refusal = e.type
-    return ['INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED'].includes(e.type)
-  }
-  await assert.rejects(zombie.send(records('fenced-late')), fenced, 'a fenced producer sends')
-  await assert.rejects(zombie.commit(), fenced, 'a fenced producer commits')
-  await next.send(records('committed-3'))
-  await next.sendOffsets({ consumerGroupId: group, topics: [{ topic, partitions: [{ partition: 0, offset: '11' }] }] })
-  await next.commit()
-  await producer.disconnect()
-  await successor.disconnect()
+  const refusal = await transactionRounds({
+    topic,
+    perTxn,
+    transactional,
+    offsetsAt: offset => ({ consumerGroupId: group, topics: [{ topic, partitions: [{ partition: 0, offset: String(offset) }] }] }),
+    // kafkajs's ListOffsets is read_committed: its high offset is the last stable offset.
+    stable: async () => (await admin.fetchTopicOffsets(topic)).map(p => `${p.partition}:${p.high}`).sort().join(' '),
+    fenced: e => (['INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED'].includes(e.type) ? e.type : undefined),
+  })
 
-  const wanted = 3 * perTxn
   // Both consumers read until the records (and markers) of the last transaction are in:
   // the read_committed one cannot see the aborted records before that point, so "none of
   // them" is checked on a log that already holds what came after them.
   const readCommitted = await consumeUntil(consumerOf(client, { groupId: uniqueName('rc') }), topic,
     r => r.filter(m => m.value.startsWith('committed-3')).length === perTxn)
-  const values = readCommitted.map(r => r.value)
-  assert.deepEqual(values.filter(v => !v.startsWith('committed-')), [], 'aborted records seen by read_committed')
-  assert.equal(values.length, wanted, 'committed records seen by read_committed')
-
-  const readUncommitted = await consumeUntil(
-    consumerOf(client, { groupId: uniqueName('ru'), readUncommitted: true }), topic,
+  const readUncommitted = await consumeUntil(consumerOf(client, { groupId: uniqueName('ru'), readUncommitted: true }), topic,
     r => r.filter(m => m.value.startsWith('committed-3')).length === perTxn)
-  const count = label => readUncommitted.filter(r => r.value.startsWith(`${label}-`)).length
-  assert.deepEqual([count('aborted'), count('fenced'), count('fenced-late')], [perTxn, perTxn, 0],
-    'aborted and fenced records in the log for read_uncommitted, the refused send not')
+  checkTransactionsReadBack(readCommitted, readUncommitted, perTxn)
 
   const [offsets] = await admin.fetchOffsets({ groupId: group, topics: [topic] })
   await admin.disconnect()
   const p0 = offsets.partitions.find(p => p.partition === 0)
   assert.equal(p0.offset, '11', "the group's committed offset (the last committed transaction's)")
   return `transactions of ${perTxn} records with sendOffsets: commit, abort, commit, fenced by a new producer ` +
-    `(${refusal}), its commit: read_committed sees ${wanted}, none aborted or fenced; ` +
+    `(${refusal}), its commit: read_committed sees ${3 * perTxn}, none aborted or fenced; ` +
     'read_uncommitted sees them; LSO held by open transactions; group offset from the last commit'
 })
