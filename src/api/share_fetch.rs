@@ -78,10 +78,10 @@ async fn acknowledge(ctx: &Ctx<'_>, group: &str, member: &str, acks: &BTreeMap<T
 }
 
 async fn acknowledge_partition(ctx: &Ctx<'_>, group: &str, member: &str, tp: Tp, batches: &Acks) -> Result<()> {
-    ctx.broker.load_share_partition(group, tp).await?;
+    let loaded = ctx.broker.load_share_partition(group, tp).await?;
     let applied = ctx.broker.shares.acknowledge(group, member, tp, batches);
     // Whatever part was applied is written before anyone hears of it.
-    ctx.broker.flush_share_partition(group, tp).await?;
+    ctx.broker.flush_share_partition(group, tp, loaded).await?;
     applied
 }
 
@@ -207,13 +207,15 @@ pub async fn share_fetch(ctx: &Ctx<'_>, req: ShareFetchRequest) -> ShareFetchRes
                 break;
             }
             let r = match ctx.broker.load_share_partition(&group, tp).await {
-                Ok(()) => fetch_partition(ctx, &group, &member, tp, remaining.min(PARTITION_MAX_BYTES), records_left, &waiter),
+                Ok(loaded) => fetch_partition(ctx, &group, &member, tp, remaining.min(PARTITION_MAX_BYTES), records_left, &waiter)
+                    .map(|got| (loaded, got)),
                 Err(e) => Err(e),
             };
             // Records go out only once their delivery counts are durable.
             let r = match r {
-                Ok((Some(_), _)) => ctx.broker.flush_share_partition(&group, tp).await.and(r),
-                r => r,
+                Ok((loaded, got @ (Some(_), _))) => ctx.broker.flush_share_partition(&group, tp, loaded).await.map(|()| got),
+                Ok((_, got)) => Ok(got),
+                Err(e) => Err(e),
             };
             let out = parts.entry(tp).or_default();
             out.leader = leader_of(ctx, tp);

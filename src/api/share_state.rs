@@ -20,6 +20,28 @@ fn key(group: &StrBytes, topic: uuid::Uuid, partition: i32) -> StateKey {
     (group.to_string(), topic, partition)
 }
 
+/// For every partition of every topic in `$topics`: `$r` is `$call` (or the refusal when
+/// the caller may not CLUSTER_ACTION), and `$answer` the partition's result; gives the
+/// topics' results, each a `$result` with the topic id and its partitions.
+macro_rules! each_partition {
+    ($ctx:expr, $topics:expr, |$t:ident, $p:ident, $r:ident| $call:expr => $answer:expr, $result:ty) => {{
+        let allowed = $ctx.check_cluster(Operation::ClusterAction);
+        let mut results = Vec::with_capacity($topics.len());
+        for $t in &$topics {
+            let mut parts = Vec::with_capacity($t.partitions.len());
+            for $p in &$t.partitions {
+                let $r = match &allowed {
+                    Ok(()) => $call,
+                    Err(e) => Err(e.clone()),
+                };
+                parts.push($answer);
+            }
+            results.push(<$result>::default().with_topic_id($t.topic_id).with_partitions(parts));
+        }
+        results
+    }};
+}
+
 /// (error code, message) of a partition's outcome.
 fn outcome<T>(r: &Result<T>) -> (i16, Option<StrBytes>) {
     match r {
@@ -29,38 +51,24 @@ fn outcome<T>(r: &Result<T>) -> (i16, Option<StrBytes>) {
 }
 
 pub async fn initialize(ctx: &Ctx<'_>, req: InitializeShareGroupStateRequest) -> InitializeShareGroupStateResponse {
-    let allowed = ctx.check_cluster(Operation::ClusterAction);
     let b = &**ctx.broker;
-    let mut results = Vec::with_capacity(req.topics.len());
-    for t in &req.topics {
-        let mut parts = Vec::with_capacity(t.partitions.len());
-        for p in &t.partitions {
-            let r = match &allowed {
-                Ok(()) => b.share_state.initialize(b, &key(&req.group_id, t.topic_id, p.partition), p.state_epoch, p.start_offset).await,
-                Err(e) => Err(e.clone()),
-            };
+    let results = each_partition!(ctx, req.topics, |t, p, r|
+        b.share_state.initialize(b, &key(&req.group_id, t.topic_id, p.partition), p.state_epoch, p.start_offset).await
+        => {
             let (code, message) = outcome(&r);
-            parts.push(init::PartitionResult::default().with_partition(p.partition).with_error_code(code).with_error_message(message));
-        }
-        results.push(init::InitializeStateResult::default().with_topic_id(t.topic_id).with_partitions(parts));
-    }
+            init::PartitionResult::default().with_partition(p.partition).with_error_code(code).with_error_message(message)
+        }, init::InitializeStateResult);
     InitializeShareGroupStateResponse::default().with_results(results)
 }
 
 pub async fn read_state(ctx: &Ctx<'_>, req: ReadShareGroupStateRequest) -> ReadShareGroupStateResponse {
-    let allowed = ctx.check_cluster(Operation::ClusterAction);
     let b = &**ctx.broker;
-    let mut results = Vec::with_capacity(req.topics.len());
-    for t in &req.topics {
-        let mut parts = Vec::with_capacity(t.partitions.len());
-        for p in &t.partitions {
-            let r = match &allowed {
-                Ok(()) => b.share_state.read(b, &key(&req.group_id, t.topic_id, p.partition), p.leader_epoch).await,
-                Err(e) => Err(e.clone()),
-            };
+    let results = each_partition!(ctx, req.topics, |t, p, r|
+        b.share_state.read(b, &key(&req.group_id, t.topic_id, p.partition), p.leader_epoch).await
+        => {
             let (code, message) = outcome(&r);
             let d = read::PartitionResult::default().with_partition(p.partition).with_error_code(code).with_error_message(message);
-            parts.push(match r {
+            match r {
                 Ok(Some(s)) => d.with_state_epoch(s.state_epoch).with_start_offset(s.start_offset).with_state_batches(
                     s.batches
                         .iter()
@@ -76,73 +84,50 @@ pub async fn read_state(ctx: &Ctx<'_>, req: ReadShareGroupStateRequest) -> ReadS
                 // Never initialized: Kafka's uninitialized start offset and first state epoch.
                 Ok(None) => d.with_state_epoch(0).with_start_offset(-1),
                 Err(_) => d.with_state_epoch(-1).with_start_offset(-1),
-            });
-        }
-        results.push(read::ReadStateResult::default().with_topic_id(t.topic_id).with_partitions(parts));
-    }
+            }
+        }, read::ReadStateResult);
     ReadShareGroupStateResponse::default().with_results(results)
 }
 
 pub async fn write_state(ctx: &Ctx<'_>, req: WriteShareGroupStateRequest) -> WriteShareGroupStateResponse {
-    let allowed = ctx.check_cluster(Operation::ClusterAction);
     let b = &**ctx.broker;
-    let mut results = Vec::with_capacity(req.topics.len());
-    for t in &req.topics {
-        let mut parts = Vec::with_capacity(t.partitions.len());
-        for p in &t.partitions {
-            let w = Written {
-                state_epoch: p.state_epoch,
-                leader_epoch: p.leader_epoch,
-                start_offset: p.start_offset,
-                delivery_complete_count: p.delivery_complete_count,
-                batches: p
-                    .state_batches
-                    .iter()
-                    .map(|x| PersistedBatch { first: x.first_offset, last: x.last_offset, state: x.delivery_state, count: x.delivery_count })
-                    .collect(),
-            };
-            let r = match &allowed {
-                Ok(()) => b.share_state.write(b, &key(&req.group_id, t.topic_id, p.partition), &w).await,
-                Err(e) => Err(e.clone()),
-            };
+    let written = |p: &write_share_group_state_request::PartitionData| Written {
+        state_epoch: p.state_epoch,
+        leader_epoch: p.leader_epoch,
+        start_offset: p.start_offset,
+        delivery_complete_count: p.delivery_complete_count,
+        batches: p
+            .state_batches
+            .iter()
+            .map(|x| PersistedBatch { first: x.first_offset, last: x.last_offset, state: x.delivery_state, count: x.delivery_count })
+            .collect(),
+    };
+    let results = each_partition!(ctx, req.topics, |t, p, r|
+        b.share_state.write(b, &key(&req.group_id, t.topic_id, p.partition), &written(p)).await
+        => {
             let (code, message) = outcome(&r);
-            parts.push(write::PartitionResult::default().with_partition(p.partition).with_error_code(code).with_error_message(message));
-        }
-        results.push(write::WriteStateResult::default().with_topic_id(t.topic_id).with_partitions(parts));
-    }
+            write::PartitionResult::default().with_partition(p.partition).with_error_code(code).with_error_message(message)
+        }, write::WriteStateResult);
     WriteShareGroupStateResponse::default().with_results(results)
 }
 
 pub async fn delete_state(ctx: &Ctx<'_>, req: DeleteShareGroupStateRequest) -> DeleteShareGroupStateResponse {
-    let allowed = ctx.check_cluster(Operation::ClusterAction);
     let b = &**ctx.broker;
-    let mut results = Vec::with_capacity(req.topics.len());
-    for t in &req.topics {
-        let mut parts = Vec::with_capacity(t.partitions.len());
-        for p in &t.partitions {
-            let r = match &allowed {
-                Ok(()) => b.share_state.delete(b, &key(&req.group_id, t.topic_id, p.partition)).await,
-                Err(e) => Err(e.clone()),
-            };
+    let results = each_partition!(ctx, req.topics, |t, p, r|
+        b.share_state.delete(b, &key(&req.group_id, t.topic_id, p.partition)).await
+        => {
             let (code, message) = outcome(&r);
-            parts.push(del::PartitionResult::default().with_partition(p.partition).with_error_code(code).with_error_message(message));
-        }
-        results.push(del::DeleteStateResult::default().with_topic_id(t.topic_id).with_partitions(parts));
-    }
+            del::PartitionResult::default().with_partition(p.partition).with_error_code(code).with_error_message(message)
+        }, del::DeleteStateResult);
     DeleteShareGroupStateResponse::default().with_results(results)
 }
 
 pub async fn read_summary(ctx: &Ctx<'_>, req: ReadShareGroupStateSummaryRequest) -> ReadShareGroupStateSummaryResponse {
-    let allowed = ctx.check_cluster(Operation::ClusterAction);
     let b = &**ctx.broker;
-    let mut results = Vec::with_capacity(req.topics.len());
-    for t in &req.topics {
-        let mut parts = Vec::with_capacity(t.partitions.len());
-        for p in &t.partitions {
-            let r: Result<Option<ShareState>> = match &allowed {
-                Ok(()) => b.share_state.summary(b, &key(&req.group_id, t.topic_id, p.partition), p.leader_epoch).await,
-                Err(e) => Err(e.clone()),
-            };
+    let results = each_partition!(ctx, req.topics, |t, p, r|
+        b.share_state.summary(b, &key(&req.group_id, t.topic_id, p.partition), p.leader_epoch).await
+        => {
+            let r: Result<Option<ShareState>> = r;
             let (code, message) = outcome(&r);
             let d = summary::PartitionResult::default().with_partition(p.partition).with_error_code(code).with_error_message(message);
             let d = match r {
@@ -155,9 +140,7 @@ pub async fn read_summary(ctx: &Ctx<'_>, req: ReadShareGroupStateSummaryRequest)
                 Err(_) => d.with_state_epoch(-1).with_leader_epoch(-1).with_start_offset(-1),
             };
             // v0 has no delivery count: it must stay at its default to encode.
-            parts.push(if ctx.version >= 1 { d } else { d.with_delivery_complete_count(-1) });
-        }
-        results.push(summary::ReadStateSummaryResult::default().with_topic_id(t.topic_id).with_partitions(parts));
-    }
+            if ctx.version >= 1 { d } else { d.with_delivery_complete_count(-1) }
+        }, summary::ReadStateSummaryResult);
     ReadShareGroupStateSummaryResponse::default().with_results(results)
 }

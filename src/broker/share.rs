@@ -71,8 +71,9 @@ impl Broker {
 
     /// Reads the group's share partition of `tp` in, if this broker leads `tp` and has
     /// not read it at the current leader epoch; a new one starts at the reset offset.
-    /// NOT_LEADER_OR_FOLLOWER when another broker leads `tp`.
-    pub async fn load_share_partition(&self, group_id: &str, tp: Tp) -> Result<()> {
+    /// NOT_LEADER_OR_FOLLOWER when another broker leads `tp`. Returns which reading-in of
+    /// it is in memory, for [`Broker::flush_share_partition`].
+    pub async fn load_share_partition(&self, group_id: &str, tp: Tp) -> Result<u64> {
         let p = self.topic_by_id(tp.0).ok_or(Error::UnknownTopicId)?.get(tp.1)?.clone();
         let (log_start, hw, leader, epoch) =
             p.with_state(|s| (s.log.log_start_offset(), s.high_watermark, s.replicas.is_leader(), s.leader_epoch));
@@ -83,9 +84,10 @@ impl Broker {
         persister::load(self, &self.shares, &key, epoch, || self.share_start_offset(group_id, &p, log_start, hw)).await
     }
 
-    /// Writes the group's share partition of `tp` to its share coordinator.
-    pub async fn flush_share_partition(&self, group_id: &str, tp: Tp) -> Result<()> {
-        persister::flush(self, &self.shares, &(group_id.to_string(), tp.0, tp.1)).await
+    /// Writes the group's share partition of `tp` to its share coordinator, after a change
+    /// made to the reading-in `changed`.
+    pub async fn flush_share_partition(&self, group_id: &str, tp: Tp, changed: u64) -> Result<()> {
+        persister::flush(self, &self.shares, &(group_id.to_string(), tp.0, tp.1), Some(changed)).await
     }
 
     /// Writes what released and timed-out records changed, off the caller's task; one

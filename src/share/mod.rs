@@ -60,6 +60,8 @@ struct Led {
     /// Changes made here, and how many of them are durable.
     version: u64,
     durable: u64,
+    /// Which reading-in this is: a change made to an earlier one was dropped with it.
+    incarnation: u64,
 }
 
 impl Led {
@@ -217,8 +219,16 @@ impl ShareCoordinator {
     /// Takes `sp`, as the share coordinator holds it, as the share partition led here at
     /// `leader_epoch`.
     pub fn install(&self, group_id: &str, tp: Tp, leader_epoch: i32, state_epoch: i32, sp: SharePartition) {
-        let led = Led { sp, leader_epoch, state_epoch, version: 0, durable: 0 };
+        static INCARNATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let incarnation = INCARNATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let led = Led { sp, leader_epoch, state_epoch, version: 0, durable: 0, incarnation };
         self.inner.lock().partitions.insert((group_id.to_string(), tp.0, tp.1), led);
+    }
+
+    /// Which reading-in of the share partition is in memory, if any: a caller that
+    /// changes it checks before writing that it is still the same one.
+    pub fn incarnation(&self, key: &Key) -> Option<u64> {
+        self.inner.lock().partitions.get(key).map(|l| l.incarnation)
     }
 
     /// Drops the in-memory share partition (a write failed, or another broker leads it):

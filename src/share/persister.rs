@@ -35,16 +35,23 @@ enum Call<'a> {
 
 /// Reads the share partition in at `leader_epoch` unless it already is: the state its
 /// coordinator holds, or, for a partition it has never seen, a new one at `start()`
-/// that is initialized there first.
-pub async fn load(host: &dyn ShareHost, shares: &ShareCoordinator, key: &Key, leader_epoch: i32, start: impl FnOnce() -> i64) -> Result<()> {
+/// that is initialized there first. Returns which reading-in is in memory, for [`flush`].
+pub async fn load(
+    host: &dyn ShareHost,
+    shares: &ShareCoordinator,
+    key: &Key,
+    leader_epoch: i32,
+    start: impl FnOnce() -> i64,
+) -> Result<u64> {
     let tp = (key.1, key.2);
-    if shares.is_loaded(&key.0, tp, leader_epoch) {
-        return Ok(());
+    let loaded = || shares.is_loaded(&key.0, tp, leader_epoch).then(|| shares.incarnation(key)).flatten();
+    if let Some(inc) = loaded() {
+        return Ok(inc);
     }
     let lock = shares.io_lock(key);
     let _turn = lock.lock().await;
-    if shares.is_loaded(&key.0, tp, leader_epoch) {
-        return Ok(());
+    if let Some(inc) = loaded() {
+        return Ok(inc);
     }
     let cfg = shares.share_config_for(&key.0);
     let sp = match call(host, key, Call::Read { leader_epoch }).await? {
@@ -59,15 +66,20 @@ pub async fn load(host: &dyn ShareHost, shares: &ShareCoordinator, key: &Key, le
         }
     };
     shares.install(&key.0, tp, leader_epoch, sp.0, sp.1);
-    Ok(())
+    shares.incarnation(key).ok_or(Error::CoordinatorNotAvailable)
 }
 
 /// Writes the share partition's changes, if it has any, and returns once its coordinator
 /// has them durably. A write that fails drops the in-memory state, so nothing the
 /// coordinator lacks is ever taken as done: the next use reads the durable state back.
-pub async fn flush(host: &dyn ShareHost, shares: &ShareCoordinator, key: &Key) -> Result<()> {
+/// With `changed` (the reading-in a caller changed), a partition that has been dropped
+/// and read again since fails too: that change is gone.
+pub async fn flush(host: &dyn ShareHost, shares: &ShareCoordinator, key: &Key, changed: Option<u64>) -> Result<()> {
     let lock = shares.io_lock(key);
     let _turn = lock.lock().await;
+    if changed.is_some() && shares.incarnation(key) != changed {
+        return Err(Error::CoordinatorNotAvailable);
+    }
     let Some(pending) = shares.pending_write(key) else { return Ok(()) };
     match call(host, key, Call::Write(&pending.written)).await {
         Ok(_) => {
@@ -85,7 +97,7 @@ pub async fn flush(host: &dyn ShareHost, shares: &ShareCoordinator, key: &Key) -
 /// Writes every share partition with changes (released and timed-out records).
 pub async fn flush_dirty(host: &dyn ShareHost, shares: &ShareCoordinator) {
     for key in shares.dirty() {
-        let _ = flush(host, shares, &key).await;
+        let _ = flush(host, shares, &key, None).await;
     }
 }
 
@@ -154,8 +166,12 @@ async fn attempt(host: &dyn ShareHost, key: &StateKey, c: &Call<'_>) -> Result<O
             if let Some(e) = Error::from_code(r.error_code) {
                 return Err(e);
             }
-            let batches =
-                r.state_batches.iter().map(|b| PersistedBatch { first: b.first_offset, last: b.last_offset, state: b.delivery_state, count: b.delivery_count });
+            let batches = r.state_batches.iter().map(|b| PersistedBatch {
+                first: b.first_offset,
+                last: b.last_offset,
+                state: b.delivery_state,
+                count: b.delivery_count,
+            });
             Ok(Some(ShareState {
                 snapshot_epoch: -1,
                 state_epoch: r.state_epoch,
@@ -170,7 +186,11 @@ async fn attempt(host: &dyn ShareHost, key: &StateKey, c: &Call<'_>) -> Result<O
                 .batches
                 .iter()
                 .map(|b| {
-                    write::StateBatch::default().with_first_offset(b.first).with_last_offset(b.last).with_delivery_state(b.state).with_delivery_count(b.count)
+                    write::StateBatch::default()
+                        .with_first_offset(b.first)
+                        .with_last_offset(b.last)
+                        .with_delivery_state(b.state)
+                        .with_delivery_count(b.count)
                 })
                 .collect();
             let p = write::PartitionData::default()

@@ -130,14 +130,8 @@ impl StateStore {
             return Err(Error::FencedStateEpoch(format!("state epoch {state_epoch} is not newer than {}", e.state.state_epoch)));
         }
         let snapshot_epoch = self.states.get(key).map_or(0, |e| e.state.snapshot_epoch + 1);
-        let state = ShareState {
-            snapshot_epoch,
-            state_epoch,
-            leader_epoch: -1,
-            start_offset,
-            delivery_complete_count: 0,
-            batches: Vec::new(),
-        };
+        let state =
+            ShareState { snapshot_epoch, state_epoch, leader_epoch: -1, start_offset, delivery_complete_count: 0, batches: Vec::new() };
         Ok(Record::Snapshot(key.clone(), state))
     }
 
