@@ -84,6 +84,23 @@ impl Broker {
         persister::load(self, &self.shares, &key, epoch, || self.share_start_offset(group_id, &p, log_start, hw)).await
     }
 
+    /// DeleteGroups of a share group: the group (an empty one only), then its durable
+    /// state on every share coordinator, as Kafka deletes it through the persister.
+    /// The state goes first: a failure leaves the group for DeleteGroups to be tried again.
+    pub async fn delete_share_group(&self, group_id: &str) -> Result<()> {
+        if !self.shares.describe(group_id)?.members.is_empty() {
+            return Err(Error::NonEmptyGroup(group_id.into()));
+        }
+        let tps: Vec<Tp> = self
+            .all_topics()
+            .iter()
+            .filter(|t| !crate::metadata::names::is_internal(&t.record.name))
+            .flat_map(|t| (0..t.record.partitions).map(move |p| (t.record.id, p)))
+            .collect();
+        persister::delete_group(self, group_id, &tps).await?;
+        self.shares.delete_group(group_id)
+    }
+
     /// Writes the group's share partition of `tp` to its share coordinator, after a change
     /// made to the reading-in `changed`.
     pub async fn flush_share_partition(&self, group_id: &str, tp: Tp, changed: u64) -> Result<()> {

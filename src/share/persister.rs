@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use kafka_protocol::messages::{
-    initialize_share_group_state_request as init, read_share_group_state_request as read, write_share_group_state_request as write,
-    InitializeShareGroupStateRequest, ReadShareGroupStateRequest, WriteShareGroupStateRequest,
+    delete_share_group_state_request as del, initialize_share_group_state_request as init, read_share_group_state_request as read, write_share_group_state_request as write,
+    DeleteShareGroupStateRequest, InitializeShareGroupStateRequest, ReadShareGroupStateRequest, WriteShareGroupStateRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -99,6 +99,42 @@ pub async fn flush_dirty(host: &dyn ShareHost, shares: &ShareCoordinator) {
     for key in shares.dirty() {
         let _ = flush(host, shares, &key, None).await;
     }
+}
+
+/// Deletes the group's state of every share partition in `tps` (DeleteGroups of a share
+/// group), one DeleteShareGroupState per share coordinator; a partition whose state was
+/// never written needs nothing. Returns the first failure.
+pub async fn delete_group(host: &dyn ShareHost, group: &str, tps: &[super::group::Tp]) -> Result<()> {
+    if host.replicas().topic(crate::metadata::names::SHARE_STATE_TOPIC).is_none() {
+        return Ok(()); // no share partition ever wrote a state
+    }
+    let sc = host.share_state();
+    let mut by_node: std::collections::BTreeMap<i32, Vec<super::group::Tp>> = std::collections::BTreeMap::new();
+    for tp in tps {
+        let (node, _, _) = sc.coordinator_of(host, &coordinator_key(&(group.to_string(), tp.0, tp.1)))?;
+        by_node.entry(node).or_default().push(*tp);
+    }
+    for (node, tps) in by_node {
+        if node == host.node_id() {
+            for tp in tps {
+                sc.delete(host, &(group.to_string(), tp.0, tp.1)).await?;
+            }
+            continue;
+        }
+        let addr = host.broker_address(node).ok_or(Error::CoordinatorNotAvailable)?;
+        let mut topics: std::collections::BTreeMap<uuid::Uuid, Vec<del::PartitionData>> = std::collections::BTreeMap::new();
+        for (t, p) in tps {
+            topics.entry(t).or_default().push(del::PartitionData::default().with_partition(p));
+        }
+        let req = DeleteShareGroupStateRequest::default().with_group_id(StrBytes::from_string(group.to_string())).with_topics(
+            topics.into_iter().map(|(t, ps)| del::DeleteStateData::default().with_topic_id(t).with_partitions(ps)).collect(),
+        );
+        let resp = host.peers().call(&addr, host.node_id(), 0, &req, CALL_TIMEOUT).await?;
+        if let Some(e) = resp.results.iter().flat_map(|t| &t.partitions).find_map(|p| Error::from_code(p.error_code)) {
+            return Err(e);
+        }
+    }
+    Ok(())
 }
 
 /// What the share client is told when its state could not be read or written: a leader

@@ -12,6 +12,8 @@ import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -20,6 +22,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicIdPartition;
+import org.apache.kafka.common.config.ConfigResource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -27,7 +30,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 /**
  * Share-group state survives a kill -9 of the only broker (KIP-932's {@code __share_group_state}):
  * records a {@link KafkaShareConsumer} accepted (and whose commit succeeded) are never delivered
- * again, and records it held without acknowledging come back with a higher delivery count.
+ * again, and records it held without acknowledging come back with a higher delivery count; and
+ * deleting the group deletes that state.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class ShareRestartTest {
@@ -103,5 +107,24 @@ class ShareRestartTest {
             expected.put("r" + i, (short) 2);
         }
         assertEquals(expected, after, "after the restart: only the held records, each delivered a second time");
+
+        // DeleteGroups takes the durable state with it: the group made again starts afresh.
+        try (Admin admin = Clients.clusterAdmin(cluster.bootstrap())) {
+            ClusterProbes.await("the member to leave", Duration.ofSeconds(30), seen ->
+                    admin.describeShareGroups(List.of(group)).all().get().get(group).members().isEmpty() ? true : null);
+            Clients.get(admin.deleteShareGroups(List.of(group)).all());
+            Clients.get(admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, group), List.of(
+                    new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET)))).all());
+            Map<String, Short> again = new TreeMap<>();
+            try (KafkaShareConsumer<String, String> c = ShareProbes.consumer(cluster.bootstrap(), group, "implicit")) {
+                c.subscribe(List.of(topic));
+                long deadline = System.currentTimeMillis() + 30_000;
+                while (again.size() < n && System.currentTimeMillis() < deadline) {
+                    c.poll(Duration.ofMillis(200)).forEach(r -> again.put(r.value(), r.deliveryCount().orElse((short) -1)));
+                }
+            }
+            assertEquals(n, again.size(), "the group made again reads every record: " + again.keySet());
+            again.forEach((v, count) -> assertEquals((short) 1, count, v + "'s delivery count in the new group"));
+        }
     }
 }
