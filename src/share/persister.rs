@@ -9,8 +9,9 @@
 use std::time::Duration;
 
 use kafka_protocol::messages::{
-    delete_share_group_state_request as del, initialize_share_group_state_request as init, read_share_group_state_request as read, write_share_group_state_request as write,
-    DeleteShareGroupStateRequest, InitializeShareGroupStateRequest, ReadShareGroupStateRequest, WriteShareGroupStateRequest,
+    delete_share_group_state_request as del, initialize_share_group_state_request as init, read_share_group_state_request as read,
+    write_share_group_state_request as write, DeleteShareGroupStateRequest, InitializeShareGroupStateRequest, ReadShareGroupStateRequest,
+    WriteShareGroupStateRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -126,9 +127,9 @@ pub async fn delete_group(host: &dyn ShareHost, group: &str, tps: &[super::group
         for (t, p) in tps {
             topics.entry(t).or_default().push(del::PartitionData::default().with_partition(p));
         }
-        let req = DeleteShareGroupStateRequest::default().with_group_id(StrBytes::from_string(group.to_string())).with_topics(
-            topics.into_iter().map(|(t, ps)| del::DeleteStateData::default().with_topic_id(t).with_partitions(ps)).collect(),
-        );
+        let req = DeleteShareGroupStateRequest::default()
+            .with_group_id(StrBytes::from_string(group.to_string()))
+            .with_topics(topics.into_iter().map(|(t, ps)| del::DeleteStateData::default().with_topic_id(t).with_partitions(ps)).collect());
         let resp = host.peers().call(&addr, host.node_id(), 0, &req, CALL_TIMEOUT).await?;
         if let Some(e) = resp.results.iter().flat_map(|t| &t.partitions).find_map(|p| Error::from_code(p.error_code)) {
             return Err(e);
