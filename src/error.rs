@@ -189,6 +189,10 @@ pub enum Error {
     InvalidPrincipalType,
     #[error("invalid record state: {0}")]
     InvalidRecordState(String),
+    #[error("fenced state epoch: {0}")]
+    FencedStateEpoch(String),
+    #[error("the coordinator is loading its state")]
+    CoordinatorLoadInProgress,
     #[error("share session not found")]
     ShareSessionNotFound,
     #[error("share session epoch {got} is not the expected {expected}")]
@@ -307,6 +311,8 @@ impl Error {
             DelegationTokenExpired => ResponseError::DelegationTokenExpired,
             InvalidPrincipalType => ResponseError::InvalidPrincipalType,
             InvalidRecordState(_) => ResponseError::InvalidRecordState,
+            FencedStateEpoch(_) => ResponseError::FencedStateEpoch,
+            CoordinatorLoadInProgress => ResponseError::CoordinatorLoadInProgress,
             ShareSessionNotFound => ResponseError::ShareSessionNotFound,
             InvalidShareSessionEpoch { .. } => ResponseError::InvalidShareSessionEpoch,
             ShareSessionLimitReached => ResponseError::ShareSessionLimitReached,

@@ -1,7 +1,9 @@
 //! FindCoordinator and InitProducerId.
 //!
 //! A group's coordinator is the leader of its `__consumer_offsets` partition, and a
-//! transactional id's the leader of its `__transaction_state` partition, as in Kafka.
+//! transactional id's the leader of its `__transaction_state` partition, and a share
+//! partition's ("group:topicId:partition", key type SHARE, asked by brokers) the leader
+//! of its `__share_group_state` partition, as in Kafka.
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::*;
@@ -13,6 +15,7 @@ use crate::error::{Error, Result};
 
 const GROUP: i8 = 0;
 const TRANSACTION: i8 = 1;
+const SHARE: i8 = 2;
 
 /// (node id, host, port) of the coordinator for `key`, on `listener`; a coordinator with
 /// no endpoint there is not available, as in Kafka.
@@ -31,7 +34,24 @@ fn coordinator_node(broker: &Broker, key_type: i8, key: &str) -> Result<(i32, St
             broker.leader_endpoint(&topic, broker.groups.offsets_partition(key)).map_err(|_| Error::CoordinatorNotAvailable)
         }
         TRANSACTION => broker.txns.coordinator_of(broker, key),
+        SHARE => {
+            check_share_key(key)?;
+            broker.share_state.coordinator_of(broker, key)
+        }
         other => Err(Error::InvalidRequest(format!("coordinator key type {other} is not supported"))),
+    }
+}
+
+/// A share coordinator key is "group:topicId:partition", as Kafka's SharePartitionKey
+/// parses it; anything else is INVALID_REQUEST.
+fn check_share_key(key: &str) -> Result<()> {
+    let mut parts = key.rsplitn(3, ':');
+    let (p, t, g) = (parts.next(), parts.next(), parts.next());
+    let ok = matches!((g, t, p), (Some(g), Some(t), Some(p)) if !g.is_empty() && t.len() == 22 && p.parse::<i32>().is_ok_and(|p| p >= 0));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidRequest(format!("share coordinator key '{key}' is not groupId:topicId:partition")))
     }
 }
 
@@ -40,6 +60,9 @@ fn authorized(ctx: &Ctx<'_>, key_type: i8, key: &str) -> Result<()> {
     match key_type {
         GROUP => ctx.check_group(Operation::Describe, key),
         TRANSACTION => ctx.check_txn_id(Operation::Describe, key),
+        // Brokers ask for share coordinators, and only from v6 on, as in Kafka.
+        SHARE if ctx.version < 6 => Err(Error::InvalidRequest("share coordinator keys need FindCoordinator v6".into())),
+        SHARE => ctx.check_cluster(Operation::ClusterAction),
         _ => Ok(()),
     }
 }

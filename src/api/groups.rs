@@ -221,24 +221,23 @@ pub async fn describe_groups(ctx: &Ctx<'_>, req: DescribeGroupsRequest) -> Descr
 }
 
 pub async fn delete_groups(ctx: &Ctx<'_>, req: DeleteGroupsRequest) -> DeleteGroupsResponse {
-    let results = req
-        .groups_names
-        .into_iter()
-        .map(|gid| {
-            let r = ctx
-                .check_group(Operation::Delete, &gid.0)
-                .and_then(|()| ctx.broker.groups.check_coordinator(&**ctx.broker, &gid.0))
-                .and_then(|_| match ctx.broker.shares.is_share_group(&gid.0) {
-                    true => ctx.broker.shares.delete_group(&gid.0),
-                    false => ctx.broker.groups.delete_group(&**ctx.broker, &gid.0),
-                });
-            // v3 adds the cause of a failure next to its code.
-            let message = r.as_ref().err().filter(|_| ctx.version >= 3).map(|e| sb(e.message()));
+    let mut results = Vec::with_capacity(req.groups_names.len());
+    for gid in req.groups_names {
+        let r = ctx.check_group(Operation::Delete, &gid.0).and_then(|()| ctx.broker.groups.check_coordinator(&**ctx.broker, &gid.0));
+        let r = match r {
+            // A share group's durable state goes with it, on every share coordinator.
+            Ok(_) if ctx.broker.shares.is_share_group(&gid.0) => ctx.broker.delete_share_group(&gid.0).await,
+            Ok(_) => ctx.broker.groups.delete_group(&**ctx.broker, &gid.0),
+            Err(e) => Err(e),
+        };
+        // v3 adds the cause of a failure next to its code.
+        let message = r.as_ref().err().filter(|_| ctx.version >= 3).map(|e| sb(e.message()));
+        results.push(
             delete_groups_response::DeletableGroupResult::default()
                 .with_group_id(gid)
                 .with_error_code(r.err().map_or(0, |e| e.code()))
-                .with_error_message(message)
-        })
-        .collect();
+                .with_error_message(message),
+        );
+    }
     DeleteGroupsResponse::default().with_results(results)
 }

@@ -26,6 +26,7 @@ mod sasl;
 mod scram;
 mod share_fetch;
 mod share_groups;
+mod share_state;
 mod tokens;
 mod txn;
 
@@ -234,6 +235,11 @@ apis! {
     ShareGroupDescribe: ShareGroupDescribeRequest => share_groups::describe [1, 1] always;
     ShareFetch: ShareFetchRequest => share_fetch::share_fetch [1, 1] always;
     ShareAcknowledge: ShareAcknowledgeRequest => share_fetch::share_acknowledge [1, 1] always;
+    InitializeShareGroupState: InitializeShareGroupStateRequest => share_state::initialize [0, 0] always;
+    ReadShareGroupState: ReadShareGroupStateRequest => share_state::read_state [0, 0] always;
+    WriteShareGroupState: WriteShareGroupStateRequest => share_state::write_state [0, 1] always;
+    DeleteShareGroupState: DeleteShareGroupStateRequest => share_state::delete_state [0, 0] always;
+    ReadShareGroupStateSummary: ReadShareGroupStateSummaryRequest => share_state::read_summary [0, 1] always;
 }
 
 /// The versions of `key` this broker serves.

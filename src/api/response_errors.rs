@@ -105,3 +105,21 @@ impl ErrorCodes for DeleteTopicsResponse {
         self.responses.iter().for_each(|t| f(t.error_code));
     }
 }
+
+/// The share-coordinator state APIs answer per partition of each topic in `results`.
+macro_rules! per_state_partition {
+    ($($t:ty),*) => {$(
+        impl ErrorCodes for $t {
+            fn each_error(&self, f: &mut dyn FnMut(i16)) {
+                self.results.iter().flat_map(|t| &t.partitions).for_each(|p| f(p.error_code));
+            }
+        }
+    )*};
+}
+per_state_partition!(
+    InitializeShareGroupStateResponse,
+    ReadShareGroupStateResponse,
+    WriteShareGroupStateResponse,
+    DeleteShareGroupStateResponse,
+    ReadShareGroupStateSummaryResponse
+);

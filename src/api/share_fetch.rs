@@ -2,7 +2,9 @@
 //! applies the acknowledgements it carries, then acquires records for the member and
 //! returns their batches with the acquired offset ranges; the client drops whatever
 //! else the batches hold. With nothing to acquire it waits, as Fetch does, for an
-//! append or a released record, up to `max_wait_ms`.
+//! append or a released record, up to `max_wait_ms`. A share partition is read from its
+//! share coordinator on first use; acquisitions and acknowledgements are answered only
+//! once the coordinator has them (else the partition, or its acknowledgement, fails).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -61,14 +63,26 @@ fn leader_of(ctx: &Ctx<'_>, tp: Tp) -> (i32, i32) {
         .unwrap_or((-1, -1))
 }
 
-/// Applies each partition's acknowledgements; the error, if any, per partition.
-fn acknowledge(ctx: &Ctx<'_>, group: &str, member: &str, acks: &BTreeMap<Tp, Acks>) -> BTreeMap<Tp, Option<Error>> {
-    acks.iter()
-        .map(|(tp, batches)| {
-            let r = check_topic(ctx, *tp).and_then(|_| ctx.broker.shares.acknowledge(group, member, *tp, batches));
-            (*tp, r.err())
-        })
-        .collect()
+/// Applies each partition's acknowledgements and writes them to the share coordinator;
+/// the error, if any, per partition.
+async fn acknowledge(ctx: &Ctx<'_>, group: &str, member: &str, acks: &BTreeMap<Tp, Acks>) -> BTreeMap<Tp, Option<Error>> {
+    let mut out = BTreeMap::new();
+    for (tp, batches) in acks {
+        let r = match check_topic(ctx, *tp) {
+            Ok(_) => acknowledge_partition(ctx, group, member, *tp, batches).await,
+            Err(e) => Err(e),
+        };
+        out.insert(*tp, r.err());
+    }
+    out
+}
+
+async fn acknowledge_partition(ctx: &Ctx<'_>, group: &str, member: &str, tp: Tp, batches: &Acks) -> Result<()> {
+    let loaded = ctx.broker.load_share_partition(group, tp).await?;
+    let applied = ctx.broker.shares.acknowledge(group, member, tp, batches);
+    // Whatever part was applied is written before anyone hears of it.
+    ctx.broker.flush_share_partition(group, tp, loaded).await?;
+    applied
 }
 
 /// The topic exists and the client may read it.
@@ -94,12 +108,12 @@ fn fetch_partition(
     let t = check_topic(ctx, tp)?;
     let p = t.get(tp.1)?;
     p.watch(waiter);
-    let (log_start, hw, leader) = p.with_state(|s| (s.log.log_start_offset(), s.high_watermark, s.replicas.is_leader()));
+    let (log_start, leader) = p.with_state(|s| (s.log.log_start_offset(), s.replicas.is_leader()));
     if !leader {
         return Err(Error::NotLeaderOrFollower);
     }
     let read_committed = shares.share_config_for(group).read_committed;
-    let Some(offset) = shares.fetch_offset(group, tp, log_start, || ctx.broker.share_start_offset(group, p, log_start, hw)) else {
+    let Some(offset) = shares.fetch_offset(group, tp, log_start) else {
         return Ok((None, Vec::new()));
     };
     let data = p.fetch_slice(offset, max_bytes, true, -1, read_committed, false)?;
@@ -167,7 +181,7 @@ pub async fn share_fetch(ctx: &Ctx<'_>, req: ShareFetchRequest) -> ShareFetchRes
         if !shares.has_session(&group, &member) {
             return fail(Error::ShareSessionNotFound);
         }
-        for (tp, e) in acknowledge(ctx, &group, &member, &acks) {
+        for (tp, e) in acknowledge(ctx, &group, &member, &acks).await {
             parts.insert(tp, PartOut { ack_error: e, leader: leader_of(ctx, tp), ..Default::default() });
         }
         if let Err(e) = shares.session_step(&group, &member, FINAL_EPOCH, &[], &[]) {
@@ -178,7 +192,7 @@ pub async fn share_fetch(ctx: &Ctx<'_>, req: ShareFetchRequest) -> ShareFetchRes
     if let Err(e) = shares.session_step(&group, &member, req.share_session_epoch, &add, &forget) {
         return fail(e);
     }
-    for (tp, e) in acknowledge(ctx, &group, &member, &acks) {
+    for (tp, e) in acknowledge(ctx, &group, &member, &acks).await {
         parts.insert(tp, PartOut { ack_error: e, leader: leader_of(ctx, tp), ..Default::default() });
     }
     let max_records = if req.max_records > 0 { req.max_records as usize } else { DEFAULT_MAX_RECORDS };
@@ -192,7 +206,17 @@ pub async fn share_fetch(ctx: &Ctx<'_>, req: ShareFetchRequest) -> ShareFetchRes
             if records_left == 0 || remaining == 0 {
                 break;
             }
-            let r = fetch_partition(ctx, &group, &member, tp, remaining.min(PARTITION_MAX_BYTES), records_left, &waiter);
+            let r = match ctx.broker.load_share_partition(&group, tp).await {
+                Ok(loaded) => fetch_partition(ctx, &group, &member, tp, remaining.min(PARTITION_MAX_BYTES), records_left, &waiter)
+                    .map(|got| (loaded, got)),
+                Err(e) => Err(e),
+            };
+            // Records go out only once their delivery counts are durable.
+            let r = match r {
+                Ok((loaded, got @ (Some(_), _))) => ctx.broker.flush_share_partition(&group, tp, loaded).await.map(|()| got),
+                Ok((_, got)) => Ok(got),
+                Err(e) => Err(e),
+            };
             let out = parts.entry(tp).or_default();
             out.leader = leader_of(ctx, tp);
             match r {
@@ -276,7 +300,7 @@ pub async fn share_acknowledge(ctx: &Ctx<'_>, req: ShareAcknowledgeRequest) -> S
             acks.entry((t.topic_id, p.partition_index)).or_default().extend(batches);
         }
     }
-    let results = acknowledge(ctx, &group, &member, &acks);
+    let results = acknowledge(ctx, &group, &member, &acks).await;
     if epoch == FINAL_EPOCH {
         if let Err(e) = shares.session_step(&group, &member, FINAL_EPOCH, &[], &[]) {
             return fail(e);

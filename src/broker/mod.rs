@@ -60,6 +60,8 @@ pub struct Broker {
     pub groups: Coordinator,
     /// Share groups and the share partitions led here.
     pub shares: crate::share::ShareCoordinator,
+    /// The share coordinator: share-partition state in `__share_group_state`.
+    pub share_state: crate::share::coordinator::StateCoordinator,
     /// The transaction coordinator.
     pub txns: crate::txn::coordinator::TxnCoordinator,
     /// Replica fetchers and pending ISR changes.
@@ -113,6 +115,7 @@ impl Broker {
         };
         let broker = Broker {
             shares: share::coordinator(&config),
+            share_state: share::state_coordinator(&s),
             groups,
             txns,
             producer_ids: ProducerIdManager::open(dir.join("producer-ids"), identity.node_id)?,
@@ -183,6 +186,7 @@ impl Broker {
                 _ = group_tick.tick() => {
                     self.groups.tick(&*self);
                     self.share_tick();
+                    self.clone().flush_share_state();
                     for id in self.txns.tick(&*self) {
                         let b = self.clone();
                         tokio::spawn(async move {

@@ -64,6 +64,7 @@ impl Broker {
         self.replication.update_fetchers(&self.all_topics(), settings);
         self.groups.sync_ownership(self);
         self.txns.sync_ownership(self);
+        self.share_state.sync_ownership(self);
     }
 
     fn reconcile_topic(&self, t: &TopicImage, old: Option<&Topic>, me: i32, clean: bool, roles: bool) -> Topic {

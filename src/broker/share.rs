@@ -1,14 +1,26 @@
-//! Wiring of share groups: the coordinator's settings from the broker config, the
-//! topics it assigns, and the local partitions it starts.
+//! Wiring of share groups: the coordinators' settings from the broker config, the
+//! topics they assign, the local partitions they start, and the broker as their
+//! [`ShareHost`].
 
-use super::Broker;
+use std::sync::Arc;
+
+use super::{Broker, Topic};
 use crate::clock::now_ms;
-use crate::config::BrokerConfig;
+use crate::config::{BrokerConfig, Settings};
 use crate::error::{Error, Result};
 use crate::partition::Partition;
-use crate::share::group::{GroupConfig, Heartbeat, HeartbeatReply, Topics};
+use crate::share::coordinator::{StateConfig, StateCoordinator};
+use crate::share::group::{GroupConfig, Heartbeat, HeartbeatReply, Topics, Tp};
 use crate::share::partition::{ShareConfig, SharePartition};
-use crate::share::ShareCoordinator;
+use crate::share::{persister, ShareCoordinator, ShareHost};
+
+/// The share coordinator with the broker's `share.coordinator.*` settings.
+pub(super) fn state_coordinator(s: &Settings) -> StateCoordinator {
+    StateCoordinator::new(StateConfig {
+        partitions: s.share_state_topic_num_partitions,
+        snapshot_every: s.share_snapshot_update_records_per_snapshot,
+    })
+}
 
 /// The share coordinator with the broker's `group.share.*` settings.
 pub(super) fn coordinator(config: &BrokerConfig) -> ShareCoordinator {
@@ -36,27 +48,76 @@ impl Broker {
     /// ShareGroupHeartbeat on the group's coordinator. A group id is of one type: one in
     /// use by a classic or consumer group is not a share group. The share partitions this
     /// broker leads start when first assigned, at `share.auto.offset.reset`'s offset.
-    pub fn share_heartbeat(&self, group_id: &str, hb: Heartbeat) -> Result<HeartbeatReply> {
+    pub fn share_heartbeat(self: &Arc<Self>, group_id: &str, hb: Heartbeat) -> Result<HeartbeatReply> {
         if !self.shares.is_share_group(group_id) && self.groups.list().iter().any(|(id, ..)| id == group_id) {
             return Err(Error::GroupIdNotFound(format!("Group {group_id} is not a share group.")));
         }
         let reply = self.shares.heartbeat(group_id, hb, &self.share_topics(), now_ms())?;
         if reply.assignment.is_some() {
             // Every member's, not just this one's: a join moves partitions to the others too.
+            // Read in (or started at the reset offset) in the background: a heartbeat
+            // does not wait for share coordinators.
             for tp in self.shares.assigned_partitions(group_id) {
-                self.init_share_partition(group_id, tp);
+                let (me, group) = (self.clone(), group_id.to_string());
+                tokio::spawn(async move {
+                    if let Err(e) = me.load_share_partition(&group, tp).await {
+                        tracing::debug!(group, partition = tp.1, error = %e, "share partition not loaded yet");
+                    }
+                });
             }
         }
         Ok(reply)
     }
 
-    /// Starts the share partition of `tp` for the group if this broker leads it.
-    pub fn init_share_partition(&self, group_id: &str, tp: (uuid::Uuid, i32)) {
-        let Some(p) = self.topic_by_id(tp.0).and_then(|t| t.partition(tp.1).cloned()) else { return };
-        let (log_start, hw, leader) = p.with_state(|s| (s.log.log_start_offset(), s.high_watermark, s.replicas.is_leader()));
-        if leader {
-            self.shares.init_partition(group_id, tp, || self.share_start_offset(group_id, &p, log_start, hw));
+    /// Reads the group's share partition of `tp` in, if this broker leads `tp` and has
+    /// not read it at the current leader epoch; a new one starts at the reset offset.
+    /// NOT_LEADER_OR_FOLLOWER when another broker leads `tp`. Returns which reading-in of
+    /// it is in memory, for [`Broker::flush_share_partition`].
+    pub async fn load_share_partition(&self, group_id: &str, tp: Tp) -> Result<u64> {
+        let p = self.topic_by_id(tp.0).ok_or(Error::UnknownTopicId)?.get(tp.1)?.clone();
+        let (log_start, hw, leader, epoch) =
+            p.with_state(|s| (s.log.log_start_offset(), s.high_watermark, s.replicas.is_leader(), s.leader_epoch));
+        if !leader {
+            return Err(Error::NotLeaderOrFollower);
         }
+        let key = (group_id.to_string(), tp.0, tp.1);
+        persister::load(self, &self.shares, &key, epoch, || self.share_start_offset(group_id, &p, log_start, hw)).await
+    }
+
+    /// DeleteGroups of a share group: the group (an empty one only), then its durable
+    /// state on every share coordinator, as Kafka deletes it through the persister.
+    /// The state goes first: a failure leaves the group for DeleteGroups to be tried again.
+    pub async fn delete_share_group(&self, group_id: &str) -> Result<()> {
+        if !self.shares.describe(group_id)?.members.is_empty() {
+            return Err(Error::NonEmptyGroup(group_id.into()));
+        }
+        let tps: Vec<Tp> = self
+            .all_topics()
+            .iter()
+            .filter(|t| !crate::metadata::names::is_internal(&t.record.name))
+            .flat_map(|t| (0..t.record.partitions).map(move |p| (t.record.id, p)))
+            .collect();
+        persister::delete_group(self, group_id, &tps).await?;
+        self.shares.delete_group(group_id)
+    }
+
+    /// Writes the group's share partition of `tp` to its share coordinator, after a change
+    /// made to the reading-in `changed`.
+    pub async fn flush_share_partition(&self, group_id: &str, tp: Tp, changed: u64) -> Result<()> {
+        persister::flush(self, &self.shares, &(group_id.to_string(), tp.0, tp.1), Some(changed)).await
+    }
+
+    /// Writes what released and timed-out records changed, off the caller's task; one
+    /// such pass at a time.
+    pub fn flush_share_state(self: Arc<Self>) {
+        static RUNNING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if self.shares.dirty().is_empty() || RUNNING.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return;
+        }
+        tokio::spawn(async move {
+            persister::flush_dirty(&*self, &self.shares).await;
+            RUNNING.store(false, std::sync::atomic::Ordering::Release);
+        });
     }
 
     /// Where the group's new share partition on `p` starts: its `share.auto.offset.reset`
@@ -69,9 +130,36 @@ impl Broker {
 
     /// Share sessions and record locks that ran out; called a few times a second.
     pub fn share_tick(&self) {
+        self.share_state.prune(self);
         let released = self.shares.tick(&self.share_topics(), now_ms());
         if released > 0 {
             tracing::debug!(records = released, "share record locks released");
         }
+    }
+}
+
+impl ShareHost for Broker {
+    fn node_id(&self) -> i32 {
+        self.identity.node_id
+    }
+
+    fn leader_endpoint(&self, topic: &Topic, p: i32) -> Result<(i32, String, i32)> {
+        Broker::leader_endpoint(self, topic, p)
+    }
+
+    fn broker_address(&self, id: i32) -> Option<String> {
+        self.cluster.image().live_broker(id).map(|b| b.address())
+    }
+
+    fn peers(&self) -> &crate::cluster::peer::Peers {
+        &self.peers
+    }
+
+    fn share_state(&self) -> &StateCoordinator {
+        &self.share_state
+    }
+
+    fn has_partition(&self, topic: uuid::Uuid, p: i32) -> bool {
+        self.topic_by_id(topic).is_some_and(|t| p >= 0 && p < t.record.partitions)
     }
 }

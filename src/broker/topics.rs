@@ -141,8 +141,15 @@ impl Broker {
         if let Some(t) = self.topic(name) {
             return Ok(t);
         }
-        let configs =
-            [("cleanup.policy", "compact"), ("segment.bytes", "104857600")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        // The share coordinator's records are not keyed by latest value (a ShareUpdate
+        // needs the snapshot before it): as in Kafka, its topic is never compacted or
+        // expired, and the coordinator deletes what its snapshots made redundant.
+        let policy: &[(&str, &str)] = if name == crate::metadata::names::SHARE_STATE_TOPIC {
+            &[("cleanup.policy", "delete"), ("retention.ms", "-1"), ("retention.bytes", "-1")]
+        } else {
+            &[("cleanup.policy", "compact")]
+        };
+        let configs = policy.iter().chain(&[("segment.bytes", "104857600")]).map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let req = CreateRequest { name: name.into(), partitions, replication_factor: -1, assignments: vec![], configs };
         match self.create_topic(&req) {
             Ok(t) => Ok(t),

@@ -81,6 +81,7 @@ impl Controller {
             let default_rf = match req.name.as_str() {
                 names::OFFSETS_TOPIC => settings.offsets_topic_replication_factor,
                 names::TXN_TOPIC => settings.transaction_state_log_replication_factor,
+                names::SHARE_STATE_TOPIC => settings.share_state_topic_replication_factor,
                 _ => settings.default_replication_factor,
             };
             let rf = if req.replication_factor == -1 { default_rf } else { req.replication_factor as i64 };
@@ -93,10 +94,15 @@ impl Controller {
             place(&live, partitions, rf, start_index(&req.name, live.len()))?
         };
         let mut configs = req.configs.clone();
-        if req.name == names::TXN_TOPIC && !configs.contains_key("min.insync.replicas") {
+        let internal_min_isr = match req.name.as_str() {
+            names::TXN_TOPIC => Some(settings.transaction_state_log_min_isr),
+            names::SHARE_STATE_TOPIC => Some(settings.share_state_topic_min_isr),
+            _ => None,
+        };
+        if let Some(min) = internal_min_isr.filter(|_| !configs.contains_key("min.insync.replicas")) {
             // Kafka's default of 2 on a topic that got fewer replicas (a small cluster, see
-            // above) would stop every transaction: it gets what it has.
-            let min = (settings.transaction_state_log_min_isr.max(1) as usize).min(assignment[0].len());
+            // above) would stop every transaction and share group: it gets what it has.
+            let min = (min.max(1) as usize).min(assignment[0].len());
             configs.insert("min.insync.replicas".into(), min.to_string());
         }
         let min_isr = configs.get("min.insync.replicas").and_then(|v| v.parse::<usize>().ok()).unwrap_or(settings.min_insync_replicas);

@@ -26,9 +26,12 @@ pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 /// The internal topic of transaction state.
 pub const TXN_TOPIC: &str = "__transaction_state";
 
+/// The internal topic of share-group state (KIP-932's share coordinator).
+pub const SHARE_STATE_TOPIC: &str = "__share_group_state";
+
 /// Internal topics Kafka reports with is_internal.
 pub fn is_internal(name: &str) -> bool {
-    name == OFFSETS_TOPIC || name == TXN_TOPIC
+    name == OFFSETS_TOPIC || name == TXN_TOPIC || name == SHARE_STATE_TOPIC
 }
 
 /// The partition of an internal topic that holds `key` (a group or transactional id),

@@ -2,32 +2,86 @@
 //! server-side assignment, [`group`]), and on each partition leader the share
 //! partitions ([`partition`]) and share sessions ([`session`]).
 //!
-//! The state here lives in memory only: it is not yet written to `__share_group_state`
-//! (the share coordinator's topic), so a restart forgets what was acquired and
-//! acknowledged. Every share partition can be summarised as the state batches that
-//! topic holds ([`partition::SharePartition::state_batches`]), which is where that
-//! step will start.
+//! Share-partition state is durable, as in Kafka: the share coordinator
+//! ([`coordinator`], over the pure [`state`]) keeps it in `__share_group_state`, and the
+//! partition leader reads it on first use after a restart or a leadership change and
+//! writes it through the state APIs ([`persister`]). An acquisition or acknowledgement is
+//! answered only once written; a write that fails drops the in-memory copy, so the last
+//! durable state is read back and the client is told its acknowledgement failed.
+//! Membership (the share group coordinator) stays in memory: members rejoin after a
+//! restart.
 
+pub mod coordinator;
 pub mod group;
 pub mod partition;
+pub mod persister;
 pub mod session;
+pub mod state;
 
 use std::collections::HashMap;
 
 use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
 
+use crate::cluster::peer::Peers;
 use crate::error::{Error, Result};
+use crate::partition::{InternalPartitions, Topic};
 use group::{GroupConfig, Heartbeat, HeartbeatReply, ShareGroup, Topics, Tp};
 use partition::{AbortedTxn, Acquired, LogBatch, ShareConfig, SharePartition};
 use session::{SessionCache, Step};
+use state::{PersistedBatch, Written};
 
 /// A share partition's key: the group and the topic partition.
-type Key = (String, Uuid, i32);
+pub type Key = (String, Uuid, i32);
+
+/// The broker as share groups see it: its internal partitions, the share coordinator
+/// it runs, and the other brokers, where the other share coordinators are.
+pub trait ShareHost: InternalPartitions {
+    /// This broker's id.
+    fn node_id(&self) -> i32;
+    /// (node id, host, port) of the live leader of `topic`'s partition `p`.
+    fn leader_endpoint(&self, topic: &Topic, p: i32) -> Result<(i32, String, i32)>;
+    /// `host:port` of live broker `id`.
+    fn broker_address(&self, id: i32) -> Option<String>;
+    /// Connections to the other brokers.
+    fn peers(&self) -> &Peers;
+    /// The share coordinator of this broker.
+    fn share_state(&self) -> &coordinator::StateCoordinator;
+    /// Does the topic with id `topic` have a partition `p`?
+    fn has_partition(&self, topic: Uuid, p: i32) -> bool;
+}
+
+/// A share partition led here, and how much of it the share coordinator has.
+struct Led {
+    sp: SharePartition,
+    /// The leader epoch it was read at: at any other, it is read again.
+    leader_epoch: i32,
+    state_epoch: i32,
+    /// Changes made here, and how many of them are durable.
+    version: u64,
+    durable: u64,
+    /// Which reading-in this is: a change made to an earlier one was dropped with it.
+    incarnation: u64,
+}
+
+impl Led {
+    fn changed(&mut self, yes: bool) {
+        if yes {
+            self.version += 1;
+        }
+    }
+}
+
+/// What a share partition's next WriteShareGroupState carries: its whole window.
+#[derive(Debug, Clone)]
+pub struct PendingWrite {
+    pub version: u64,
+    pub written: Written,
+}
 
 struct Inner {
     groups: HashMap<String, ShareGroup>,
-    partitions: HashMap<Key, SharePartition>,
+    partitions: HashMap<Key, Led>,
     sessions: SessionCache,
 }
 
@@ -42,6 +96,8 @@ pub struct ShareCoordinator {
     pub share_config: ShareConfig,
     /// Never locked while waiting for `inner`'s lock, so either may be taken inside it.
     overrides: RwLock<Overrides>,
+    /// One at a time per share partition: reading its state in, writing it out.
+    io: Mutex<HashMap<Key, std::sync::Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// What ShareGroupDescribe and ListGroups show of a group.
@@ -55,6 +111,7 @@ impl ShareCoordinator {
             group_config,
             share_config,
             overrides: RwLock::new(HashMap::new()),
+            io: Mutex::new(HashMap::new()),
         }
     }
 
@@ -102,9 +159,10 @@ impl ShareCoordinator {
     fn release_member(&self, inner: &mut Inner, group_id: &str, member: &str) {
         inner.sessions.remove_member(group_id, member);
         let cfg = self.share_config_for(group_id);
-        for ((g, _, _), sp) in inner.partitions.iter_mut() {
+        for ((g, _, _), led) in inner.partitions.iter_mut() {
             if g == group_id {
-                sp.release_member(member, &cfg);
+                let n = led.sp.release_member(member, &cfg);
+                led.changed(n > 0);
             }
         }
     }
@@ -120,7 +178,13 @@ impl ShareCoordinator {
             tracing::info!(group = %g, member = %m, "share group member's session timed out");
             self.release_member(&mut inner, &g, &m);
         }
-        inner.partitions.iter_mut().map(|((g, _, _), sp)| sp.expire_locks(now, &self.share_config_for(g))).sum()
+        let mut released = 0;
+        for ((g, _, _), led) in inner.partitions.iter_mut() {
+            let n = led.sp.expire_locks(now, &self.share_config_for(g));
+            led.changed(n > 0);
+            released += n;
+        }
+        released
     }
 
     /// ShareGroupDescribe: the group, or GROUP_ID_NOT_FOUND.
@@ -147,10 +211,73 @@ impl ShareCoordinator {
         Ok(())
     }
 
-    /// Starts a share partition at `start` unless it exists.
-    pub fn init_partition(&self, group_id: &str, tp: Tp, start: impl FnOnce() -> i64) {
-        let mut inner = self.inner.lock();
-        inner.partitions.entry((group_id.to_string(), tp.0, tp.1)).or_insert_with(|| SharePartition::new(start()));
+    /// Is the share partition in memory, read at `leader_epoch`?
+    pub fn is_loaded(&self, group_id: &str, tp: Tp, leader_epoch: i32) -> bool {
+        self.inner.lock().partitions.get(&(group_id.to_string(), tp.0, tp.1)).is_some_and(|l| l.leader_epoch == leader_epoch)
+    }
+
+    /// Takes `sp`, as the share coordinator holds it, as the share partition led here at
+    /// `leader_epoch`.
+    pub fn install(&self, group_id: &str, tp: Tp, leader_epoch: i32, state_epoch: i32, sp: SharePartition) {
+        static INCARNATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let incarnation = INCARNATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let led = Led { sp, leader_epoch, state_epoch, version: 0, durable: 0, incarnation };
+        self.inner.lock().partitions.insert((group_id.to_string(), tp.0, tp.1), led);
+    }
+
+    /// Which reading-in of the share partition is in memory, if any: a caller that
+    /// changes it checks before writing that it is still the same one.
+    pub fn incarnation(&self, key: &Key) -> Option<u64> {
+        self.inner.lock().partitions.get(key).map(|l| l.incarnation)
+    }
+
+    /// Drops the in-memory share partition (a write failed, or another broker leads it):
+    /// its next use reads the durable state again.
+    pub fn forget(&self, key: &Key) {
+        self.inner.lock().partitions.remove(key);
+    }
+
+    /// The lock that serializes reading in and writing out one share partition.
+    pub fn io_lock(&self, key: &Key) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+        self.io.lock().entry(key.clone()).or_default().clone()
+    }
+
+    /// The share partitions with changes the share coordinator does not have yet.
+    pub fn dirty(&self) -> Vec<Key> {
+        self.inner.lock().partitions.iter().filter(|(_, l)| l.version > l.durable).map(|(k, _)| k.clone()).collect()
+    }
+
+    /// What a write of the share partition would carry now, if it has unwritten changes.
+    /// Acquired records are written as available with their delivery count: after a
+    /// failover they are delivered again, counted.
+    pub fn pending_write(&self, key: &Key) -> Option<PendingWrite> {
+        let inner = self.inner.lock();
+        let led = inner.partitions.get(key).filter(|l| l.version > l.durable)?;
+        let batches: Vec<PersistedBatch> = led
+            .sp
+            .state_batches()
+            .into_iter()
+            .map(|b| {
+                let state = if b.state == partition::RecordState::Acquired { partition::RecordState::Available } else { b.state };
+                PersistedBatch { first: b.first, last: b.last, state: state.code(), count: b.delivery_count }
+            })
+            .collect();
+        let done = batches.iter().filter(|b| b.state == 2 || b.state == 4).map(|b| b.last - b.first + 1).sum::<i64>();
+        let written = Written {
+            state_epoch: led.state_epoch,
+            leader_epoch: led.leader_epoch,
+            start_offset: led.sp.start_offset(),
+            delivery_complete_count: done.clamp(0, i32::MAX as i64) as i32,
+            batches: state::combine(&[], &batches, led.sp.start_offset()),
+        };
+        Some(PendingWrite { version: led.version, written })
+    }
+
+    /// The share coordinator has the share partition's changes up to `version`.
+    pub fn written(&self, key: &Key, version: u64) {
+        if let Some(l) = self.inner.lock().partitions.get_mut(key) {
+            l.durable = l.durable.max(version);
+        }
     }
 
     /// Moves `member`'s share session on (see [`SessionCache::step`]); a closed session
@@ -161,8 +288,9 @@ impl ShareCoordinator {
         if let Step::Closed(parts) = &step {
             let cfg = self.share_config_for(group_id);
             for tp in parts {
-                if let Some(sp) = inner.partitions.get_mut(&(group_id.to_string(), tp.0, tp.1)) {
-                    sp.release_member(member, &cfg);
+                if let Some(led) = inner.partitions.get_mut(&(group_id.to_string(), tp.0, tp.1)) {
+                    let n = led.sp.release_member(member, &cfg);
+                    led.changed(n > 0);
                 }
             }
         }
@@ -189,25 +317,29 @@ impl ShareCoordinator {
     /// stopping at the first that fails.
     pub fn acknowledge(&self, group_id: &str, member: &str, tp: Tp, batches: &[(i64, i64, Vec<i8>)]) -> Result<()> {
         let mut inner = self.inner.lock();
-        let sp = inner
+        let led = inner
             .partitions
             .get_mut(&(group_id.to_string(), tp.0, tp.1))
             .ok_or_else(|| Error::InvalidRecordState(format!("no records of partition {} were acquired", tp.1)))?;
         let cfg = self.share_config_for(group_id);
         for (first, last, types) in batches {
-            sp.acknowledge(member, *first, *last, types, &cfg)?;
+            let r = led.sp.acknowledge(member, *first, *last, types, &cfg);
+            led.changed(r.is_ok());
+            r?;
         }
         Ok(())
     }
 
-    /// Where the next fetch of the share partition reads from, after catching the window
-    /// up with the log's start; None when there is nothing to read. `start` initialises
-    /// a partition seen for the first time.
-    pub fn fetch_offset(&self, group_id: &str, tp: Tp, log_start: i64, start: impl FnOnce() -> i64) -> Option<i64> {
+    /// Where the next fetch of the (loaded) share partition reads from, after catching
+    /// the window up with the log's start; None when there is nothing to read.
+    pub fn fetch_offset(&self, group_id: &str, tp: Tp, log_start: i64) -> Option<i64> {
         let mut inner = self.inner.lock();
-        let sp = inner.partitions.entry((group_id.to_string(), tp.0, tp.1)).or_insert_with(|| SharePartition::new(start()));
-        sp.advance_to_log_start(log_start);
-        sp.next_fetch_offset(&self.share_config_for(group_id))
+        let led = inner.partitions.get_mut(&(group_id.to_string(), tp.0, tp.1))?;
+        let before = led.sp.start_offset();
+        led.sp.advance_to_log_start(log_start);
+        let moved = led.sp.start_offset() != before;
+        led.changed(moved);
+        led.sp.next_fetch_offset(&self.share_config_for(group_id))
     }
 
     /// Acquires for `member` what the batches read at [`Self::fetch_offset`] make available.
@@ -224,7 +356,13 @@ impl ShareCoordinator {
     ) -> Vec<Acquired> {
         let mut inner = self.inner.lock();
         match inner.partitions.get_mut(&(group_id.to_string(), tp.0, tp.1)) {
-            Some(sp) => sp.acquire(member, batches, aborted, max_records, &self.share_config_for(group_id), now),
+            Some(led) => {
+                let before = (led.sp.start_offset(), led.sp.end_offset());
+                let got = led.sp.acquire(member, batches, aborted, max_records, &self.share_config_for(group_id), now);
+                let moved = (led.sp.start_offset(), led.sp.end_offset()) != before;
+                led.changed(moved || !got.is_empty());
+                got
+            }
             None => Vec::new(),
         }
     }
@@ -232,7 +370,7 @@ impl ShareCoordinator {
     /// (start offset, state batches) of a share partition, for describing and persisting.
     pub fn partition_state(&self, group_id: &str, tp: Tp) -> Option<(i64, Vec<partition::StateBatch>)> {
         let inner = self.inner.lock();
-        inner.partitions.get(&(group_id.to_string(), tp.0, tp.1)).map(|sp| (sp.start_offset(), sp.state_batches()))
+        inner.partitions.get(&(group_id.to_string(), tp.0, tp.1)).map(|l| (l.sp.start_offset(), l.sp.state_batches()))
     }
 }
 
@@ -257,7 +395,9 @@ mod tests {
         let c = ShareCoordinator::new(GroupConfig::default(), ShareConfig::default(), 10);
         let tp = (Uuid::from_u128(1), 0);
         c.heartbeat("g", join("a"), &topics(), 0).unwrap();
-        assert_eq!(c.fetch_offset("g", tp, 0, || 0), Some(0));
+        assert_eq!(c.fetch_offset("g", tp, 0), None);
+        c.install("g", tp, 0, 0, SharePartition::new(0));
+        assert_eq!(c.fetch_offset("g", tp, 0), Some(0));
         c.session_step("g", "a", 0, &[tp], &[]).unwrap();
         assert_eq!(c.acquire("g", "a", tp, &[batch(0, 1)], &[], 10, 0).len(), 1);
         c.session_step("g", "a", -1, &[], &[]).unwrap();
@@ -277,8 +417,13 @@ mod tests {
         let c = ShareCoordinator::new(gc, ShareConfig { record_lock_duration_ms: 50, ..Default::default() }, 10);
         let tp = (Uuid::from_u128(1), 0);
         c.heartbeat("g", join("a"), &topics(), 0).unwrap();
-        c.fetch_offset("g", tp, 0, || 0);
+        c.install("g", tp, 0, 0, SharePartition::new(0));
         c.acquire("g", "a", tp, &[batch(0, 0)], &[], 10, 0);
+        assert_eq!(c.dirty().len(), 1);
+        let w = c.pending_write(&("g".into(), tp.0, tp.1)).unwrap();
+        assert_eq!(w.written.batches, vec![PersistedBatch { first: 0, last: 0, state: 0, count: 1 }]);
+        c.written(&("g".into(), tp.0, tp.1), w.version);
+        assert!(c.dirty().is_empty());
         assert_eq!(c.tick(&topics(), 49), 0);
         assert_eq!(c.tick(&topics(), 50), 1);
         c.acquire("g", "a", tp, &[batch(0, 0)], &[], 10, 60);

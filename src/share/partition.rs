@@ -133,6 +133,29 @@ impl SharePartition {
         SharePartition { start, end: start, records: BTreeMap::new() }
     }
 
+    /// A share partition as the share coordinator holds it: the start offset and the
+    /// window's runs as (first, last, Kafka's state code, delivery count). Nothing is
+    /// acquired after a restart or failover: acquired records are available again, or
+    /// archived once delivered as often as allowed.
+    pub fn restore(start: i64, batches: &[(i64, i64, i8, i16)], cfg: &ShareConfig) -> SharePartition {
+        let mut sp = SharePartition::new(start);
+        for &(first, last, code, count) in batches {
+            let state = match code {
+                2 => RecordState::Acknowledged,
+                4 => RecordState::Archived,
+                _ if count >= cfg.delivery_count_limit => RecordState::Archived,
+                _ => RecordState::Available,
+            };
+            // The window never holds more than the cap, whatever a state write claimed.
+            for o in first.max(start)..=last.min(start.saturating_add(cfg.max_record_locks) - 1) {
+                sp.records.insert(o, InFlight { state, delivery_count: count, member: None, deadline: 0 });
+                sp.end = sp.end.max(o + 1);
+            }
+        }
+        sp.advance_start();
+        sp
+    }
+
     /// Where a new share partition starts, given the log's start and high watermark.
     /// `by_duration` takes the first offset `at(duration)` finds (a record at most that
     /// old), else the high watermark, as Kafka's ListOffsets by timestamp does.

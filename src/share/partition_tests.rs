@@ -159,3 +159,17 @@ fn initial_offset_follows_auto_offset_reset() {
     assert_eq!(SharePartition::initial_offset(AutoOffsetReset::ByDuration(60_000), 3, 10, |_| None), 10, "nothing that recent: latest");
     assert!(AutoOffsetReset::parse("none").is_none());
 }
+
+#[test]
+fn a_restored_partition_has_nothing_acquired_and_redelivers_counted() {
+    let c = cfg();
+    // Accepted 5, acquired 6..7 twice (written as available), archived 8, out of deliveries 9.
+    let sp = SharePartition::restore(5, &[(5, 5, 2, 1), (6, 7, 0, 2), (8, 8, 4, 1), (9, 9, 0, 3), (10, 400, 0, 1)], &c);
+    assert_eq!(sp.start_offset(), 6);
+    assert_eq!(sp.record(6).map(|r| (r.state, r.delivery_count)), Some((RecordState::Available, 2)));
+    assert_eq!(sp.record(9).map(|r| r.state), Some(RecordState::Archived));
+    // The window holds no more than its cap, whatever was written.
+    assert_eq!(sp.end_offset(), 5 + c.max_record_locks);
+    let mut sp = sp;
+    assert_eq!(sp.acquire("a", &[batch(6, 9)], &[], 100, &c, 0), vec![acq(6, 7, 3)]);
+}

@@ -69,12 +69,7 @@ class ShareConsumerTest {
     }
 
     private static KafkaShareConsumer<String, String> shareConsumer(String group, String mode) {
-        Properties p = new Properties();
-        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, broker.bootstrap());
-        p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
-        p.put(ConsumerConfig.CLIENT_ID_CONFIG, "sluice-compat-share");
-        p.put("share.acknowledgement.mode", mode);
-        return new KafkaShareConsumer<>(p, new StringDeserializer(), new StringDeserializer());
+        return ShareProbes.consumer(broker.bootstrap(), group, mode);
     }
 
     private static void createTopic(String name, int partitions) throws Exception {
@@ -100,32 +95,13 @@ class ShareConsumerTest {
         }
     }
 
-    /** Subscribes {@code c}, the group's only member, to {@code topic} and polls until it holds the topic's {@code partitions}. */
     private static void joinAlone(KafkaShareConsumer<String, String> c, String group, String topic, int partitions)
             throws InterruptedException {
-        c.subscribe(List.of(topic));
-        waitFor(group + "'s member's assignment", () -> {
-            c.poll(Duration.ofMillis(100));
-            return assigned(group, 1, partitions);
-        });
+        ShareProbes.joinAlone(admin, c, group, topic, partitions);
     }
 
-    /** True when the group has {@code members} members and together they hold {@code partitions} partitions. */
     private static boolean assigned(String group, int members, int partitions) {
-        try {
-            ShareGroupDescription d = admin.describeShareGroups(List.of(group)).all().get(10, TimeUnit.SECONDS).get(group);
-            Set<TopicPartition> all = new HashSet<>();
-            for (ShareMemberDescription m : d.members()) {
-                // A member whose epoch is the group's has heard its assignment.
-                if (m.assignment().topicPartitions().isEmpty() || m.memberEpoch() != d.groupEpoch()) {
-                    return false;
-                }
-                all.addAll(m.assignment().topicPartitions());
-            }
-            return d.members().size() == members && all.size() == partitions;
-        } catch (Exception e) {
-            return false;
-        }
+        return ShareProbes.assigned(admin, group, members, partitions);
     }
 
     /** A thread that polls until stopped, handing each record to {@code onRecord}. */
