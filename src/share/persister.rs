@@ -130,7 +130,7 @@ pub async fn delete_group(host: &dyn ShareHost, group: &str, tps: &[super::group
         let req = DeleteShareGroupStateRequest::default()
             .with_group_id(StrBytes::from_string(group.to_string()))
             .with_topics(topics.into_iter().map(|(t, ps)| del::DeleteStateData::default().with_topic_id(t).with_partitions(ps)).collect());
-        let resp = host.peers().call(&addr, host.node_id(), 0, &req, CALL_TIMEOUT).await?;
+        let resp = host.peers().call(node, &addr, host.node_id(), 0, &req, CALL_TIMEOUT).await?;
         if let Some(e) = resp.results.iter().flat_map(|t| &t.partitions).find_map(|p| Error::from_code(p.error_code)) {
             return Err(e);
         }
@@ -189,7 +189,7 @@ async fn attempt(host: &dyn ShareHost, key: &StateKey, c: &Call<'_>) -> Result<O
             let req = InitializeShareGroupStateRequest::default()
                 .with_group_id(group)
                 .with_topics(vec![init::InitializeStateData::default().with_topic_id(key.1).with_partitions(vec![p])]);
-            let resp = peers.call(&addr, me, 0, &req, CALL_TIMEOUT).await?;
+            let resp = peers.call(leader, &addr, me, 0, &req, CALL_TIMEOUT).await?;
             let r = resp.results.iter().flat_map(|t| &t.partitions).next().ok_or(Error::CoordinatorNotAvailable)?;
             Error::from_code(r.error_code).map_or(Ok(None), Err)
         }
@@ -198,7 +198,7 @@ async fn attempt(host: &dyn ShareHost, key: &StateKey, c: &Call<'_>) -> Result<O
             let req = ReadShareGroupStateRequest::default()
                 .with_group_id(group)
                 .with_topics(vec![read::ReadStateData::default().with_topic_id(key.1).with_partitions(vec![p])]);
-            let resp = peers.call(&addr, me, 0, &req, CALL_TIMEOUT).await?;
+            let resp = peers.call(leader, &addr, me, 0, &req, CALL_TIMEOUT).await?;
             let r = resp.results.iter().flat_map(|t| &t.partitions).next().ok_or(Error::CoordinatorNotAvailable)?;
             if let Some(e) = Error::from_code(r.error_code) {
                 return Err(e);
@@ -240,7 +240,7 @@ async fn attempt(host: &dyn ShareHost, key: &StateKey, c: &Call<'_>) -> Result<O
             let req = WriteShareGroupStateRequest::default()
                 .with_group_id(group)
                 .with_topics(vec![write::WriteStateData::default().with_topic_id(key.1).with_partitions(vec![p])]);
-            let resp = peers.call(&addr, me, 1, &req, CALL_TIMEOUT).await?;
+            let resp = peers.call(leader, &addr, me, 1, &req, CALL_TIMEOUT).await?;
             let r = resp.results.iter().flat_map(|t| &t.partitions).next().ok_or(Error::CoordinatorNotAvailable)?;
             Error::from_code(r.error_code).map_or(Ok(None), Err)
         }
