@@ -141,6 +141,9 @@ pub enum Error {
     BrokerIdNotRegistered(i32),
     #[error("stale partition epoch: the partition changed meanwhile")]
     InvalidUpdateVersion,
+    /// UpdateFeatures refused, with Kafka's message.
+    #[error("{0}")]
+    FeatureUpdateRefused(String),
     #[error("ineligible replica: {0}")]
     IneligibleReplica(String),
     #[error("the preferred leader already leads")]
@@ -282,7 +285,7 @@ impl Error {
             BrokerNotAvailable(_) => ResponseError::BrokerNotAvailable,
             StaleBrokerEpoch => ResponseError::StaleBrokerEpoch,
             BrokerIdNotRegistered(_) => ResponseError::BrokerIdNotRegistered,
-            InvalidUpdateVersion => ResponseError::InvalidUpdateVersion,
+            InvalidUpdateVersion | FeatureUpdateRefused(_) => ResponseError::InvalidUpdateVersion,
             IneligibleReplica(_) => ResponseError::IneligibleReplica,
             ElectionNotNeeded => ResponseError::ElectionNotNeeded,
             PreferredLeaderNotAvailable => ResponseError::PreferredLeaderNotAvailable,

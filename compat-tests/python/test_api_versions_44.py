@@ -26,7 +26,6 @@ OWED = {
     34: "19 (log dirs: AlterReplicaLogDirs)",
     35: "19 (log dirs: DescribeLogDirs v1-5)",
     49: "19 (quotas: AlterClientQuotas)",
-    57: "19 (features: UpdateFeatures)",
     71: "19 (telemetry: GetTelemetrySubscriptions)",
     72: "19 (telemetry: PushTelemetry)",
     78: "20 (share groups: ShareFetch v2)",

@@ -10,6 +10,7 @@ mod configs;
 mod consumer_groups;
 mod coordinator;
 mod describe_topic_partitions;
+mod features;
 mod fetch;
 mod groups;
 mod leaders;
@@ -228,6 +229,7 @@ apis! {
     RenewDelegationToken: RenewDelegationTokenRequest => tokens::renew [1, 2] always;
     ExpireDelegationToken: ExpireDelegationTokenRequest => tokens::expire [1, 2] always;
     DescribeDelegationToken: DescribeDelegationTokenRequest => tokens::describe [1, 3] always;
+    UpdateFeatures: UpdateFeaturesRequest => features::update_features [0, 2] always;
     DescribeTopicPartitions: DescribeTopicPartitionsRequest => describe_topic_partitions::handle [0, 0] always;
     ListConfigResources: ListConfigResourcesRequest => list_config_resources::handle [0, 1] always;
     ShareGroupHeartbeat: ShareGroupHeartbeatRequest => share_groups::heartbeat [1, 1] always;

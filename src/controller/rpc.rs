@@ -127,6 +127,11 @@ pub enum Request {
     UnregisterBroker {
         id: i32,
     },
+    /// UpdateFeatures: every update is checked, then all are written or none.
+    UpdateFeatures {
+        updates: Vec<crate::metadata::features::FeatureUpdate>,
+        validate_only: bool,
+    },
     DescribeQuorum,
     /// Committed metadata from offset `from` on (for nodes that don't vote).
     FetchMetadata {

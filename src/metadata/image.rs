@@ -73,6 +73,13 @@ pub struct Image {
     /// Delegation tokens by id (Kafka's `DelegationTokenImage`), expired ones until swept.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tokens: BTreeMap<String, DelegationToken>,
+    /// Finalized feature levels (Kafka's `FeaturesImage`); a feature at level 0 is absent.
+    /// Empty in a log from before feature records: see [`super::features::finalized`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub features: BTreeMap<String, i16>,
+    /// The offset of the last feature record applied: ApiVersions' finalized features epoch.
+    #[serde(default)]
+    pub features_epoch: u64,
     /// When the last applied batch that carries a time was proposed (epoch ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_ms: Option<i64>,
@@ -194,6 +201,16 @@ impl Image {
             Record::RemoveDelegationToken { token_id } => {
                 self.tokens.remove(token_id);
             }
+            Record::FeatureLevel { name, level } => {
+                // As Kafka's FeatureControlManager.replay: level 0 removes any feature but
+                // the metadata version, which always has a level.
+                if *level == 0 && name != super::features::METADATA_VERSION {
+                    self.features.remove(name);
+                } else {
+                    self.features.insert(name.clone(), *level);
+                }
+                self.features_epoch = offset;
+            }
         }
     }
 
@@ -250,7 +267,7 @@ mod tests {
         let mut out = vec![RecordBatch::new(vec![Record::ClusterId { id: format!("c{seed}") }])];
         for i in 0..len {
             let broker = rng.below(5) as i32;
-            let rec = match rng.below(11) {
+            let rec = match rng.below(12) {
                 0 => Record::RegisterBroker {
                     id: broker,
                     incarnation: Uuid::from_u64_pair(seed, i as u64),
@@ -329,6 +346,7 @@ mod tests {
                         expiry_ms: i as i64 + rng.below(100) as i64,
                     },
                 },
+                11 => Record::FeatureLevel { name: ["group.version", "metadata.version"][rng.below(2) as usize].into(), level: rng.below(3) as i16 },
                 _ => Record::UnfenceBroker { id: broker, epoch: i as u64 },
             };
             out.push(RecordBatch::new(vec![rec]));

@@ -25,6 +25,7 @@
 //! | `RemoveUserScramCredential` | that credential is gone                                   |
 //! | `DelegationToken` | a token created or given a new expiry (Kafka's `DelegationTokenRecord`; no HMAC) |
 //! | `RemoveDelegationToken` | the token is gone (expired, or expired on request)        |
+//! | `FeatureLevel`    | a feature's finalized level (Kafka's `FeatureLevelRecord`); 0 removes it |
 
 use std::collections::BTreeMap;
 
@@ -204,6 +205,10 @@ pub enum Record {
     },
     RemoveDelegationToken {
         token_id: String,
+    },
+    FeatureLevel {
+        name: String,
+        level: i16,
     },
 }
 
