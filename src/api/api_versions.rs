@@ -40,7 +40,8 @@ pub async fn handle(ctx: &Ctx<'_>, req: ApiVersionsRequest) -> ApiVersionsRespon
         return resp;
     }
     let image = ctx.broker.cluster.image();
-    let supported = FEATURES.iter().map(|d| SupportedFeatureKey::default().with_name(sb(d.name)).with_min_version(d.min).with_max_version(d.max));
+    let supported =
+        FEATURES.iter().map(|d| SupportedFeatureKey::default().with_name(sb(d.name)).with_min_version(d.min).with_max_version(d.max));
     // Kafka reports a finalized level as min = max = the level.
     let finalized = features::finalized(&image.features).into_iter().map(|(name, level)| {
         FinalizedFeatureKey::default().with_name(sb(name)).with_min_version_level(level).with_max_version_level(level)

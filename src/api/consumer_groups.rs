@@ -9,8 +9,8 @@ use kafka_protocol::messages::*;
 use super::{sb, Ctx};
 use crate::auth::{Operation, ResourceType};
 use crate::error::Error;
-use crate::metadata::features;
 use crate::group::consumer::{describe_members, Heartbeat};
+use crate::metadata::features;
 
 type Tp = (uuid::Uuid, i32);
 

@@ -43,9 +43,9 @@ pub async fn update_features(ctx: &Ctx<'_>, req: UpdateFeaturesRequest) -> Updat
     match result {
         // Kafka's `createWithErrors`: one result per feature on success (v0–1 only: v2
         // dropped them), none on failure, where the top-level error says why.
-        Ok(()) if ctx.version < 2 => {
-            resp.with_results(names.into_iter().map(|n| UpdatableFeatureResult::default().with_feature(sb(n)).with_error_message(None)).collect())
-        }
+        Ok(()) if ctx.version < 2 => resp.with_results(
+            names.into_iter().map(|n| UpdatableFeatureResult::default().with_feature(sb(n)).with_error_message(None)).collect(),
+        ),
         Ok(()) => resp,
         Err(e) => resp.with_error_code(e.code()).with_error_message(Some(sb(e.message()))),
     }

@@ -6,9 +6,9 @@
 //! as it is after the previous decision was applied, so two can never contradict.
 
 mod acls;
-mod features;
 pub mod driver;
 pub mod election;
+mod features;
 pub mod net;
 pub mod quorum;
 pub mod raft_store;

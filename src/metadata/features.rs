@@ -45,8 +45,8 @@ pub const FEATURES: &[FeatureDef] = &[
 
 /// `MetadataVersion.didMetadataChange` for levels 7..=33 (index 0 is level 7).
 const MV_CHANGED: [bool; 27] = [
-    true, true, false, false, true, false, true, true, true, false, true, false, false, false, false, false, true, false, false,
-    false, false, false, false, true, false, true, true,
+    true, true, false, false, true, false, true, true, true, false, true, false, false, false, false, false, true, false, false, false,
+    false, false, false, true, false, true, true,
 ];
 
 /// The definition of `name`, if this build supports it.
@@ -209,7 +209,10 @@ mod tests {
     fn downgrades_need_a_downgrade_type_and_upgrades_an_upgrade() {
         use UpgradeType::*;
         assert!(one("transaction.version", 1, Upgrade).unwrap_err().contains("without setting the upgrade type"));
-        assert_eq!(one("transaction.version", 1, SafeDowngrade), Ok(vec![Record::FeatureLevel { name: "transaction.version".into(), level: 1 }]));
+        assert_eq!(
+            one("transaction.version", 1, SafeDowngrade),
+            Ok(vec![Record::FeatureLevel { name: "transaction.version".into(), level: 1 }])
+        );
         assert_eq!(one("group.version", 0, UnsafeDowngrade), Ok(vec![Record::FeatureLevel { name: "group.version".into(), level: 0 }]));
         let mut low = current();
         low.insert("group.version".into(), 0);

@@ -346,7 +346,10 @@ mod tests {
                         expiry_ms: i as i64 + rng.below(100) as i64,
                     },
                 },
-                11 => Record::FeatureLevel { name: ["group.version", "metadata.version"][rng.below(2) as usize].into(), level: rng.below(3) as i16 },
+                11 => Record::FeatureLevel {
+                    name: ["group.version", "metadata.version"][rng.below(2) as usize].into(),
+                    level: rng.below(3) as i16,
+                },
                 _ => Record::UnfenceBroker { id: broker, epoch: i as u64 },
             };
             out.push(RecordBatch::new(vec![rec]));
