@@ -116,6 +116,14 @@ pub enum Error {
     #[error("unsupported: {0}")]
     Unsupported(String),
     #[error("{0}")]
+    TelemetryTooLarge(String),
+    #[error("{0}")]
+    UnknownSubscriptionId(String),
+    #[error("{0}")]
+    ThrottlingQuotaExceeded(String),
+    #[error("{0}")]
+    UnsupportedCompressionType(String),
+    #[error("{0}")]
     ResourceNotFound(String),
     #[error("storage error: {0}")]
     Storage(String),
@@ -273,6 +281,10 @@ impl Error {
             OperationNotAttempted => ResponseError::OperationNotAttempted,
             CoordinatorNotAvailable => ResponseError::CoordinatorNotAvailable,
             Unsupported(_) => ResponseError::UnsupportedVersion,
+            TelemetryTooLarge(_) => ResponseError::TelemetryTooLarge,
+            UnknownSubscriptionId(_) => ResponseError::UnknownSubscriptionId,
+            ThrottlingQuotaExceeded(_) => ResponseError::ThrottlingQuotaExceeded,
+            UnsupportedCompressionType(_) => ResponseError::UnsupportedCompressionType,
             ResourceNotFound(_) => ResponseError::ResourceNotFound,
             Storage(_) => ResponseError::KafkaStorageError,
             PolicyViolation(_) => ResponseError::PolicyViolation,

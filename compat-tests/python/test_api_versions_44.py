@@ -26,8 +26,6 @@ OWED = {
     34: "19 (log dirs: AlterReplicaLogDirs)",
     35: "19 (log dirs: DescribeLogDirs v1-5)",
     49: "19 (quotas: AlterClientQuotas)",
-    71: "19 (telemetry: GetTelemetrySubscriptions)",
-    72: "19 (telemetry: PushTelemetry)",
     78: "20 (share groups: ShareFetch v2)",
     79: "20 (share groups: ShareAcknowledge v2)",
     80: "19 (raft voters: AddRaftVoter)",

@@ -33,6 +33,8 @@ pub enum ConfigTarget {
     Topic(String),
     Broker,
     Group(String),
+    /// A `client-metrics` resource (KIP-714).
+    ClientMetrics(String),
 }
 
 /// A request to the controller.

@@ -62,6 +62,9 @@ pub struct Image {
     /// Group config overrides by group id (ConfigResource GROUP); a group without any is absent.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub group_configs: BTreeMap<String, BTreeMap<String, String>>,
+    /// `client-metrics` resources (KIP-714 subscriptions) by name; one without configs is absent.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub client_metrics: BTreeMap<String, BTreeMap<String, String>>,
     /// Unclean elections applied, for the operator to see.
     pub unclean_elections: u64,
     /// Every ACL, indexed for the authorizer.
@@ -170,16 +173,8 @@ impl Image {
                     None => self.broker_configs.remove(key),
                 };
             }
-            Record::GroupConfig { group, key, value } => {
-                let configs = self.group_configs.entry(group.clone()).or_default();
-                match value {
-                    Some(v) => configs.insert(key.clone(), v.clone()),
-                    None => configs.remove(key),
-                };
-                if configs.is_empty() {
-                    self.group_configs.remove(group);
-                }
-            }
+            Record::GroupConfig { group, key, value } => set_config(&mut self.group_configs, group, key, value),
+            Record::ClientMetricsConfig { name, key, value } => set_config(&mut self.client_metrics, name, key, value),
             Record::AccessControlEntry { id, acl } => self.acls.insert(*id, acl.clone()),
             Record::RemoveAccessControlEntry { id } => {
                 self.acls.remove(*id);
@@ -251,6 +246,18 @@ impl Image {
     /// An image from snapshot bytes.
     pub fn from_snapshot(bytes: &[u8]) -> Result<Image, String> {
         serde_json::from_slice(bytes).map_err(|e| format!("bad metadata snapshot: {e}"))
+    }
+}
+
+/// Sets or removes one config of a named resource; a resource left without configs goes.
+fn set_config(all: &mut BTreeMap<String, BTreeMap<String, String>>, name: &str, key: &str, value: &Option<String>) {
+    let configs = all.entry(name.to_string()).or_default();
+    match value {
+        Some(v) => configs.insert(key.to_string(), v.clone()),
+        None => configs.remove(key),
+    };
+    if configs.is_empty() {
+        all.remove(name);
     }
 }
 

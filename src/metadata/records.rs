@@ -18,6 +18,7 @@
 //! | `RemoveTopic`     | a topic and its partitions are gone                             |
 //! | `TopicConfig`     | a topic config override set (`value`) or removed (`None`)       |
 //! | `BrokerConfig`    | a cluster-wide dynamic broker config set or removed             |
+//! | `ClientMetricsConfig` | a `client-metrics` resource's config set or removed, by name (KIP-714) |
 //! | `GroupConfig`     | a group config override set (`value`) or removed (`None`), by group id |
 //! | `AccessControlEntry` | an ACL was created, with its id (Kafka's AccessControlEntryRecord) |
 //! | `RemoveAccessControlEntry` | the ACL with that id was deleted                        |
@@ -181,6 +182,11 @@ pub enum Record {
     },
     GroupConfig {
         group: String,
+        key: String,
+        value: Option<String>,
+    },
+    ClientMetricsConfig {
+        name: String,
         key: String,
         value: Option<String>,
     },
