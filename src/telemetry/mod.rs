@@ -118,6 +118,8 @@ impl Manager {
                 return i.clone();
             }
         }
+        // Kafka keeps what the instance was first known by (its metadata) across re-evaluations.
+        let info = st.instances.get(&id).map_or_else(|| info.clone(), |i| i.info.clone());
         let key = id.to_string();
         let mut metrics: Vec<String> = Vec::new();
         let mut interval = INTERVAL_MS_DEFAULT;
@@ -130,20 +132,18 @@ impl Manager {
         if metrics.iter().any(|m| m == ALL_METRICS) {
             metrics = vec![ALL_METRICS.to_string()];
         }
-        let (last_get_ms, last_push_ms, terminating, last_error) = st
-            .instances
-            .get(&id)
-            .map_or((i64::MIN / 2, i64::MIN / 2, false, 0), |i| (i.last_get_ms, i.last_push_ms, i.terminating, i.last_error));
+        // A changed subscription makes a new instance, as in Kafka: its request times start
+        // afresh, so the client gets the new subscription at once.
         let inst = Instance {
-            info: st.instances.get(&id).map_or_else(|| info.clone(), |i| i.info.clone()),
+            info,
             subscription_id: subscription_id(&metrics, interval, id),
             version: st.version,
             metrics,
             push_interval_ms: interval,
-            last_get_ms,
-            last_push_ms,
-            terminating,
-            last_error,
+            last_get_ms: i64::MIN / 2,
+            last_push_ms: i64::MIN / 2,
+            terminating: false,
+            last_error: 0,
             last_seen_ms: now,
         };
         if !st.instances.contains_key(&id) && st.instances.len() >= MAX_INSTANCES {
