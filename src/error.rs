@@ -116,6 +116,14 @@ pub enum Error {
     #[error("unsupported: {0}")]
     Unsupported(String),
     #[error("{0}")]
+    TelemetryTooLarge(String),
+    #[error("{0}")]
+    UnknownSubscriptionId(String),
+    #[error("{0}")]
+    ThrottlingQuotaExceeded(String),
+    #[error("{0}")]
+    UnsupportedCompressionType(String),
+    #[error("{0}")]
     ResourceNotFound(String),
     #[error("storage error: {0}")]
     Storage(String),
@@ -141,6 +149,9 @@ pub enum Error {
     BrokerIdNotRegistered(i32),
     #[error("stale partition epoch: the partition changed meanwhile")]
     InvalidUpdateVersion,
+    /// UpdateFeatures refused, with Kafka's message.
+    #[error("{0}")]
+    FeatureUpdateRefused(String),
     #[error("ineligible replica: {0}")]
     IneligibleReplica(String),
     #[error("the preferred leader already leads")]
@@ -274,6 +285,10 @@ impl Error {
             OperationNotAttempted => ResponseError::OperationNotAttempted,
             CoordinatorNotAvailable => ResponseError::CoordinatorNotAvailable,
             Unsupported(_) => ResponseError::UnsupportedVersion,
+            TelemetryTooLarge(_) => ResponseError::TelemetryTooLarge,
+            UnknownSubscriptionId(_) => ResponseError::UnknownSubscriptionId,
+            ThrottlingQuotaExceeded(_) => ResponseError::ThrottlingQuotaExceeded,
+            UnsupportedCompressionType(_) => ResponseError::UnsupportedCompressionType,
             ResourceNotFound(_) => ResponseError::ResourceNotFound,
             Storage(_) => ResponseError::KafkaStorageError,
             PolicyViolation(_) => ResponseError::PolicyViolation,
@@ -286,7 +301,7 @@ impl Error {
             BrokerNotAvailable(_) => ResponseError::BrokerNotAvailable,
             StaleBrokerEpoch => ResponseError::StaleBrokerEpoch,
             BrokerIdNotRegistered(_) => ResponseError::BrokerIdNotRegistered,
-            InvalidUpdateVersion => ResponseError::InvalidUpdateVersion,
+            InvalidUpdateVersion | FeatureUpdateRefused(_) => ResponseError::InvalidUpdateVersion,
             IneligibleReplica(_) => ResponseError::IneligibleReplica,
             ElectionNotNeeded => ResponseError::ElectionNotNeeded,
             PreferredLeaderNotAvailable => ResponseError::PreferredLeaderNotAvailable,

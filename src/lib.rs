@@ -15,7 +15,7 @@
 //! | 5 | `controller` | the Raft metadata quorum and the active controller |
 //! | 6 | `cluster` | a broker's registration, heartbeats, controller calls, peer connections |
 //! | 7 | `replication` | follower fetchers and the leader's ISR change requests |
-//! | 8 | `group`, `txn`, `share` | the coordinators, through `partition::InternalPartitions` / `txn::TxnHost`; share groups' membership, share partitions and sessions |
+//! | 8 | `group`, `txn`, `share`, `telemetry` | the coordinators, through `partition::InternalPartitions` / `txn::TxnHost`; share groups' membership, share partitions and sessions; client telemetry subscriptions and pushed metrics (KIP-714) |
 //! | 9 | `broker` | wiring: builds the services and implements the coordinators' interfaces |
 //! | 10 | `api`, `metrics` | one handler per API family; the metrics page |
 //! | 11 | `net`, `http` | listener and connection loop; the HTTP listener (metrics, JSON API, events) |
@@ -45,6 +45,7 @@ pub mod replication;
 pub mod scenario;
 pub mod share;
 pub mod stats;
+pub mod telemetry;
 pub mod transport;
 pub mod txn;
 
@@ -60,7 +61,7 @@ pub const LAYERS: &[&[&str]] = &[
     &["controller"],
     &["cluster"],
     &["replication"],
-    &["group", "txn", "share"],
+    &["group", "txn", "share", "telemetry"],
     &["broker"],
     &["api", "metrics"],
     &["net", "http"],

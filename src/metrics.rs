@@ -229,6 +229,9 @@ pub fn render(broker: &Broker) -> String {
     crate::stats::encode(&mut out);
     // Writing into a String cannot fail.
     let _ = prometheus_client::encoding::text::encode_registry(&mut out, &views(broker));
+    // What clients pushed (KIP-714), before the end marker.
+    broker.telemetry.maybe_expire(crate::clock::now_ms());
+    broker.telemetry.exported.render(&mut out);
     let _ = prometheus_client::encoding::text::encode_eof(&mut out);
     out
 }

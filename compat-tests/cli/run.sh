@@ -10,6 +10,8 @@
 #   TOOL_TIMEOUT         seconds any one tool may run (default 60)
 #   KEEP_TMP=1           keep the temp dir (broker data + log + tool output) for inspection
 #
+# kafka-features describe/upgrade/downgrade (features.sh) and kafka-client-metrics (client_metrics.sh)
+# run against the same broker.
 # Then, against a SASL_SSL broker with ACLs (security.sh), kafka-configs SCRAM users and kafka-acls.
 #
 # Prints PASS:/FAIL: lines and finally "cli: N passed, M failed"; exits 1 if anything failed.
@@ -369,6 +371,12 @@ if ! tool "$CONFIGS" --bootstrap-server "$bootstrap" --alter --entity-type users
 else
     fail "ConfigCommand: 20000 SCRAM iterations refused with UNACCEPTABLE_CREDENTIAL" "$out" "$err"
 fi
+
+# ------------------------------------------------------------------ FeatureCommand (features.sh)
+. "$here/features.sh"
+
+# ------------------------------------------------------------------ ClientMetricsCommand (client_metrics.sh)
+. "$here/client_metrics.sh"
 
 # ------------------------------------------------------------------ broker still healthy
 if kill -0 "$pid" 2>/dev/null; then

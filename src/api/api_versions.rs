@@ -7,6 +7,7 @@ use kafka_protocol::protocol::Encodable;
 
 use super::{sb, Ctx, SUPPORTED};
 use crate::error::Error;
+use crate::metadata::features::{self, FEATURES};
 
 const UNSUPPORTED_VERSION: i16 = 35;
 
@@ -16,9 +17,6 @@ fn api_list() -> Vec<ApiVersion> {
         .map(|&(k, min, max)| ApiVersion::default().with_api_key(k as i16).with_min_version(min).with_max_version(max))
         .collect()
 }
-
-/// Feature levels this broker supports and has finalized: transactions v2 (KIP-890).
-const TRANSACTION_VERSION: i16 = 2;
 
 /// v5 (KIP-1242): a client that knows which cluster and node it means to reach sends both;
 /// a node of another cluster, or another node id at that address, answers
@@ -41,15 +39,16 @@ pub async fn handle(ctx: &Ctx<'_>, req: ApiVersionsRequest) -> ApiVersionsRespon
     if ctx.version < 3 {
         return resp;
     }
-    resp.with_supported_features(vec![SupportedFeatureKey::default()
-        .with_name(sb("transaction.version"))
-        .with_min_version(0)
-        .with_max_version(TRANSACTION_VERSION)])
-        .with_finalized_features_epoch(1)
-        .with_finalized_features(vec![FinalizedFeatureKey::default()
-            .with_name(sb("transaction.version"))
-            .with_min_version_level(TRANSACTION_VERSION)
-            .with_max_version_level(TRANSACTION_VERSION)])
+    let image = ctx.broker.cluster.image();
+    let supported =
+        FEATURES.iter().map(|d| SupportedFeatureKey::default().with_name(sb(d.name)).with_min_version(d.min).with_max_version(d.max));
+    // Kafka reports a finalized level as min = max = the level.
+    let finalized = features::finalized(&image.features).into_iter().map(|(name, level)| {
+        FinalizedFeatureKey::default().with_name(sb(name)).with_min_version_level(level).with_max_version_level(level)
+    });
+    resp.with_supported_features(supported.collect())
+        .with_finalized_features_epoch(image.features_epoch as i64)
+        .with_finalized_features(finalized.collect())
 }
 
 /// A complete v0 response frame with UNSUPPORTED_VERSION, for a version we don't know.

@@ -1,4 +1,5 @@
-//! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics, the broker and groups.
+//! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics, the broker, groups
+//! and `client-metrics` resources.
 
 use std::collections::BTreeMap;
 
@@ -13,6 +14,7 @@ use crate::error::{Error, Result};
 
 const TOPIC: i8 = 2;
 const BROKER: i8 = 4;
+const CLIENT_METRICS: i8 = 16;
 const GROUP: i8 = 32;
 
 fn resource_kind(t: i8) -> Result<ConfigKind> {
@@ -20,6 +22,7 @@ fn resource_kind(t: i8) -> Result<ConfigKind> {
         TOPIC => Ok(ConfigKind::Topic),
         BROKER => Ok(ConfigKind::Broker),
         GROUP => Ok(ConfigKind::Group),
+        CLIENT_METRICS => Ok(ConfigKind::ClientMetrics),
         other => Err(Error::InvalidRequest(format!("resource type {other} is not supported"))),
     }
 }
@@ -31,6 +34,8 @@ fn authorized(ctx: &Ctx<'_>, kind: ConfigKind, name: &str, op: Operation) -> Res
         ConfigKind::Topic => ctx.check_topic(op, name)?,
         ConfigKind::Broker => ctx.check_cluster(op)?,
         ConfigKind::Group => ctx.check_group(op, name)?,
+        // Kafka: client-metrics resources are the cluster's.
+        ConfigKind::ClientMetrics => ctx.check_cluster(op)?,
     }
     Ok(kind)
 }
@@ -76,6 +81,7 @@ pub async fn describe_configs(ctx: &Ctx<'_>, req: DescribeConfigsRequest) -> Des
                         ConfigKind::Topic => ctx.broker.describe_topic_configs(&name, keys.as_deref()),
                         ConfigKind::Broker => ctx.broker.describe_broker_configs(&name, keys.as_deref()),
                         ConfigKind::Group => ctx.broker.describe_group_configs(&name, keys.as_deref()),
+                        ConfigKind::ClientMetrics => ctx.broker.describe_client_metrics_configs(&name, keys.as_deref()),
                     }
                 });
             let r = DescribeConfigsResult::default().with_resource_type(res.resource_type).with_resource_name(res.resource_name);

@@ -10,6 +10,7 @@ use super::{sb, Ctx};
 use crate::auth::{Operation, ResourceType};
 use crate::error::Error;
 use crate::group::consumer::{describe_members, Heartbeat};
+use crate::metadata::features;
 
 type Tp = (uuid::Uuid, i32);
 
@@ -19,6 +20,15 @@ fn by_topic(set: &BTreeSet<Tp>) -> BTreeMap<uuid::Uuid, Vec<i32>> {
         m.entry(*t).or_default().push(*p);
     }
     m
+}
+
+/// Kafka serves the consumer protocol only while `group.version` is at least 1.
+fn consumer_protocol_enabled(ctx: &Ctx<'_>) -> Result<(), Error> {
+    let finalized = features::finalized(&ctx.broker.cluster.image().features);
+    match finalized.get("group.version").copied().unwrap_or(0) {
+        0 => Err(Error::Unsupported("The cluster's group.version is 0: the consumer group protocol (KIP-848) is disabled".into())),
+        _ => Ok(()),
+    }
 }
 
 pub async fn heartbeat(ctx: &Ctx<'_>, req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse {
@@ -50,6 +60,7 @@ pub async fn heartbeat(ctx: &Ctx<'_>, req: ConsumerGroupHeartbeatRequest) -> Con
         }
     });
     match allowed
+        .and_then(|()| consumer_protocol_enabled(ctx))
         .and_then(|()| ctx.broker.groups.check_coordinator(&**ctx.broker, &req.group_id.0))
         .and_then(|()| match ctx.broker.shares.is_share_group(&req.group_id.0) {
             true => Err(Error::GroupIdNotFound(format!("Group {} is not a consumer group.", &*req.group_id.0))),

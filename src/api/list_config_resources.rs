@@ -46,8 +46,7 @@ pub async fn handle(ctx: &Ctx<'_>, req: ListConfigResourcesRequest) -> ListConfi
             TOPIC => add(TOPIC, image.topics.keys().cloned().collect()),
             BROKER => add(BROKER, image.brokers.keys().map(|id| id.to_string()).collect()),
             GROUP => add(GROUP, image.group_configs.keys().cloned().collect()),
-            // No client-metrics resource can be created here (IncrementalAlterConfigs
-            // refuses the type), so there are none to list.
+            CLIENT_METRICS => add(CLIENT_METRICS, image.client_metrics.keys().cloned().collect()),
             _ => {}
         }
     }

@@ -216,7 +216,9 @@ pub async fn describe_cluster(ctx: &Ctx<'_>, req: DescribeClusterRequest) -> Des
         let img = ctx.broker.cluster.image();
         img.brokers
             .values()
-            .filter_map(|b| b.endpoint(&ctx.listener).map(|(h, p)| entry((b.id, h.to_string(), p, b.rack.clone())).with_is_fenced(b.fenced)))
+            .filter_map(|b| {
+                b.endpoint(&ctx.listener).map(|(h, p)| entry((b.id, h.to_string(), p, b.rack.clone())).with_is_fenced(b.fenced))
+            })
             .collect()
     } else {
         live.into_iter().map(entry).collect()

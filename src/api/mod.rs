@@ -10,6 +10,7 @@ mod configs;
 mod consumer_groups;
 mod coordinator;
 mod describe_topic_partitions;
+mod features;
 mod fetch;
 mod groups;
 mod leaders;
@@ -27,6 +28,7 @@ mod scram;
 mod share_fetch;
 mod share_groups;
 mod share_state;
+mod telemetry;
 mod tokens;
 mod txn;
 
@@ -79,6 +81,8 @@ pub struct Session {
     pub principal: Arc<str>,
     /// Logged in with a delegation token: such a connection may not manage tokens.
     pub token_authenticated: bool,
+    /// The client software's name and version, as its ApiVersions v3+ request named them.
+    pub client_software: Option<(Arc<str>, Arc<str>)>,
 }
 
 impl Session {
@@ -89,8 +93,22 @@ impl Session {
             security_protocol,
             principal: crate::transport::principal::ANONYMOUS.into(),
             token_authenticated: false,
+            client_software: None,
         }
     }
+}
+
+/// The client software name and version an ApiVersions v3+ frame names (KIP-511).
+pub fn client_software(frame: &Bytes) -> Option<(Arc<str>, Arc<str>)> {
+    if frame.len() < 4 || i16::from_be_bytes([frame[0], frame[1]]) != ApiKey::ApiVersions as i16 {
+        return None;
+    }
+    let mut p = parse_frame(frame.clone()).ok()?.ok()?;
+    if p.version < 3 {
+        return None;
+    }
+    let req = ApiVersionsRequest::decode(&mut p.body, p.version).ok()?;
+    Some((Arc::from(&*req.client_software_name), Arc::from(&*req.client_software_version)))
 }
 
 /// What every handler gets besides its request.
@@ -112,6 +130,8 @@ pub struct Ctx<'a> {
     pub security_protocol: SecurityProtocol,
     /// The connection logged in with a delegation token.
     pub token_authenticated: bool,
+    /// The client software's name and version (KIP-511), once it said.
+    pub client_software: Option<(Arc<str>, Arc<str>)>,
 }
 
 impl<'a> Ctx<'a> {
@@ -134,6 +154,7 @@ impl<'a> Ctx<'a> {
             listener: session.listener.clone(),
             security_protocol: session.security_protocol,
             token_authenticated: session.token_authenticated,
+            client_software: session.client_software.clone(),
         }
     }
 }
@@ -229,8 +250,11 @@ apis! {
     RenewDelegationToken: RenewDelegationTokenRequest => tokens::renew [1, 2] always;
     ExpireDelegationToken: ExpireDelegationTokenRequest => tokens::expire [1, 2] always;
     DescribeDelegationToken: DescribeDelegationTokenRequest => tokens::describe [1, 3] always;
+    UpdateFeatures: UpdateFeaturesRequest => features::update_features [0, 2] always;
     DescribeTopicPartitions: DescribeTopicPartitionsRequest => describe_topic_partitions::handle [0, 0] always;
     ListConfigResources: ListConfigResourcesRequest => list_config_resources::handle [0, 1] always;
+    GetTelemetrySubscriptions: GetTelemetrySubscriptionsRequest => telemetry::get_subscriptions [0, 0] always;
+    PushTelemetry: PushTelemetryRequest => telemetry::push [0, 0] always;
     ShareGroupHeartbeat: ShareGroupHeartbeatRequest => share_groups::heartbeat [1, 1] always;
     ShareGroupDescribe: ShareGroupDescribeRequest => share_groups::describe [1, 1] always;
     ShareFetch: ShareFetchRequest => share_fetch::share_fetch [1, 1] always;

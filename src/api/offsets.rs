@@ -52,10 +52,7 @@ macro_rules! commit_partition {
         fn index(&self) -> i32 { self.partition_index }
     } )* };
 }
-commit_partition!(
-    offset_commit_request::OffsetCommitRequestPartition,
-    txn_offset_commit_request::TxnOffsetCommitRequestPartition
-);
+commit_partition!(offset_commit_request::OffsetCommitRequestPartition, txn_offset_commit_request::TxnOffsetCommitRequestPartition);
 
 /// One request topic's commits, added to `items`. From the versions that name topics by id
 /// (`by_id`) the id is resolved to the name offsets are stored under; an id no topic has
@@ -86,9 +83,9 @@ pub async fn offset_commit(ctx: &Ctx<'_>, req: OffsetCommitRequest) -> OffsetCom
     let mut items: Vec<CommitItem> = Vec::new();
     for t in &req.topics {
         if let Err(unknown) = add_commits(ctx, by_id, t.topic_id, &t.name.0, &t.partitions, &mut items) {
-            let parts = unknown.into_iter().map(|i| {
-                OffsetCommitResponsePartition::default().with_partition_index(i).with_error_code(Error::UnknownTopicId.code())
-            });
+            let parts = unknown
+                .into_iter()
+                .map(|i| OffsetCommitResponsePartition::default().with_partition_index(i).with_error_code(Error::UnknownTopicId.code()));
             unknown_ids.push(OffsetCommitResponseTopic::default().with_topic_id(t.topic_id).with_partitions(parts.collect()));
         }
     }

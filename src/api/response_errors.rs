@@ -85,6 +85,8 @@ not_walked!(
 
 // Share groups (KIP-932): the top-level code; per-group and per-partition codes are not walked.
 top_level!(ShareGroupHeartbeatResponse, ShareFetchResponse, ShareAcknowledgeResponse, ListConfigResourcesResponse);
+// UpdateFeatures: the whole request fails with its top-level code; per-feature codes only echo it.
+top_level!(UpdateFeaturesResponse, GetTelemetrySubscriptionsResponse, PushTelemetryResponse);
 not_walked!(ShareGroupDescribeResponse);
 
 impl ErrorCodes for MetadataResponse {

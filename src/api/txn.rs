@@ -209,9 +209,9 @@ pub async fn txn_offset_commit(ctx: &Ctx<'_>, req: TxnOffsetCommitRequest) -> Tx
     let mut items: Vec<CommitItem> = Vec::new();
     for t in &req.topics {
         if let Err(unknown) = super::offsets::add_commits(ctx, by_id, t.topic_id, &t.name.0, &t.partitions, &mut items) {
-            let parts = unknown.into_iter().map(|i| {
-                TxnOffsetCommitResponsePartition::default().with_partition_index(i).with_error_code(Error::UnknownTopicId.code())
-            });
+            let parts = unknown
+                .into_iter()
+                .map(|i| TxnOffsetCommitResponsePartition::default().with_partition_index(i).with_error_code(Error::UnknownTopicId.code()));
             unknown_ids.push(TxnOffsetCommitResponseTopic::default().with_topic_id(t.topic_id).with_partitions(parts.collect()));
         }
     }

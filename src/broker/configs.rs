@@ -22,12 +22,13 @@ pub struct ConfigEntry {
     pub synonyms: Vec<(String, String, Source)>,
 }
 
-/// The config resources Sluice serves (Kafka's ConfigResource types 2, 4 and 32).
+/// The config resources Sluice serves (Kafka's ConfigResource types 2, 4, 16 and 32).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConfigKind {
     Topic,
     Broker,
     Group,
+    ClientMetrics,
 }
 
 /// One IncrementalAlterConfigs operation.
@@ -204,6 +205,7 @@ impl Broker {
             ConfigKind::Topic => self.replace_topic_configs(name, set, validate_only),
             ConfigKind::Broker => self.replace_broker_configs(name, set, validate_only),
             ConfigKind::Group => self.replace_group_configs(name, set, validate_only),
+            ConfigKind::ClientMetrics => self.replace_client_metrics_configs(name, set, validate_only),
         }
     }
 
@@ -222,15 +224,18 @@ impl Broker {
                 self.config.read().dynamic_set.clone()
             }
             ConfigKind::Group => self.group_overrides(name),
+            ConfigKind::ClientMetrics => self.client_metrics_overrides(name),
         };
         for (key, op, value) in ops {
             let key_type = match kind {
                 ConfigKind::Topic => config::topic_key(key).map(|d| d.kind),
                 ConfigKind::Broker => config::broker_key(key).map(|d| d.kind),
                 ConfigKind::Group => config::group::group_key(key).map(|d| d.kind),
+                ConfigKind::ClientMetrics => crate::telemetry::subscription::KEYS.iter().find(|(k, ..)| k == key).map(|(_, t, ..)| *t),
             };
             let key_type = key_type.ok_or_else(|| match kind {
                 ConfigKind::Group => Error::InvalidConfig(format!("Unknown group config name: {key}")),
+                ConfigKind::ClientMetrics => Error::InvalidRequest(format!("Unknown client metrics configuration: {key}")),
                 _ => Error::InvalidConfig(format!("unknown config '{key}'")),
             })?;
             match op {
@@ -249,6 +254,7 @@ impl Broker {
                         ConfigKind::Topic => self.topic_value(&new, key),
                         ConfigKind::Broker => self.config.read().lookup(key).map(|x| x.0),
                         ConfigKind::Group => self.group_value(&new, key),
+                        ConfigKind::ClientMetrics => new.get(key).cloned(),
                     };
                     let mut items: Vec<String> =
                         effective.unwrap_or_default().split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();

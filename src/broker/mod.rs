@@ -1,6 +1,7 @@
 //! The broker's shared state: configuration, metadata, and the partitions it hosts.
 
 mod acls;
+mod client_metrics;
 mod configs;
 mod group_configs;
 mod reconcile;
@@ -70,6 +71,8 @@ pub struct Broker {
     pub peers: peer::Peers,
     /// Incremental fetch sessions (KIP-227) of the clients fetching here.
     pub fetch_sessions: Mutex<FetchSessionCache>,
+    /// Client telemetry (KIP-714): subscriptions, client instances, pushed metrics.
+    pub telemetry: crate::telemetry::Manager,
     /// The group configs last handed to the coordinators.
     applied_group_configs: Mutex<std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>>,
 }
@@ -113,6 +116,7 @@ impl Broker {
             max_slots: config.get_i64("max.incremental.fetch.session.cache.slots").clamp(0, i32::MAX as i64) as usize,
             eviction_ms: config.get_i64("min.incremental.fetch.session.eviction.ms").max(0),
         };
+        let s_telemetry_max_bytes = s.telemetry_max_bytes;
         let broker = Broker {
             shares: share::coordinator(&config),
             share_state: share::state_coordinator(&s),
@@ -131,6 +135,7 @@ impl Broker {
             peers,
             fetch_sessions: Mutex::new(FetchSessionCache::new(fetch_sessions, Uuid::new_v4().as_u128() as u64)),
             applied_group_configs: Mutex::default(),
+            telemetry: crate::telemetry::Manager::new(s_telemetry_max_bytes),
         };
         // Opens (and after a crash recovers) the logs the saved image names; roles, fetchers
         // and coordinator state wait for `start_applying_roles`.

@@ -30,6 +30,7 @@ impl Broker {
             changed
         };
         self.apply_group_configs(&img.group_configs);
+        self.telemetry.set_subscriptions(&img.client_metrics);
         let current = self.replicas.by_name();
         let mut next: HashMap<String, Arc<Topic>> = HashMap::with_capacity(img.topics.len());
         for t in img.topics.values() {

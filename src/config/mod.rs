@@ -377,6 +377,7 @@ pub static KEYS: &[KeyDef] = &[
     key!("group.share.heartbeat.interval.ms", Some("5000"), Int, broker, false, "Heartbeat interval given to share-group members."),
     key!("group.share.session.timeout.ms", Some("45000"), Int, broker, false, "Session timeout of share-group members."),
     key!("group.share.max.size", Some("200"), Int, broker, false, "Most members a share group may have."),
+    key!("telemetry.max.bytes", Some("1048576"), Int, broker, false, "Largest client telemetry push accepted (KIP-714)."),
     key!("group.share.max.share.sessions", Some("2000"), Int, broker, false, "Most share sessions a broker keeps."),
     key!("offsets.retention.minutes", Some("10080"), Int, broker, false, "How long committed offsets of an empty group are kept."),
     key!("offsets.retention.check.interval.ms", Some("600000"), Long, broker, false, "How often expired offsets are removed."),
@@ -540,6 +541,8 @@ pub enum Source {
     DynamicBroker = 2,
     StaticBroker = 4,
     Default = 5,
+    /// A `client-metrics` resource's own value (Kafka's CLIENT_METRICS_CONFIG).
+    ClientMetrics = 7,
     /// A group's own override (Kafka's GROUP_CONFIG).
     Group = 8,
 }

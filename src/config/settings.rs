@@ -39,6 +39,8 @@ pub struct Settings {
     pub auto_create_topics_enable: bool,
     pub delete_topic_enable: bool,
     pub socket_request_max_bytes: usize,
+    /// `telemetry.max.bytes`: the largest PushTelemetry payload, before and after decompression.
+    pub telemetry_max_bytes: usize,
     /// The most partitions one DescribeTopicPartitions answer holds (KIP-966).
     pub max_request_partition_size_limit: i32,
     pub broker_session_timeout_ms: i64,
@@ -147,6 +149,7 @@ impl Settings {
             auto_create_topics_enable: boolean("auto.create.topics.enable")?,
             delete_topic_enable: boolean("delete.topic.enable")?,
             socket_request_max_bytes: int("socket.request.max.bytes")?.clamp(0, i32::MAX as i64) as usize,
+            telemetry_max_bytes: positive_i32("telemetry.max.bytes")? as usize,
             max_request_partition_size_limit: positive_i32("max.request.partition.size.limit")?,
             broker_session_timeout_ms: int("broker.session.timeout.ms")?,
             metadata_max_idle_interval_ms: int("metadata.max.idle.interval.ms")?.max(0),

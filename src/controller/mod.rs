@@ -8,6 +8,7 @@
 mod acls;
 pub mod driver;
 pub mod election;
+mod features;
 pub mod net;
 pub mod quorum;
 pub mod raft_store;
@@ -136,6 +137,7 @@ impl Controller {
             }
             Request::Heartbeat { id, epoch, applied, shutting_down } => self.heartbeat(id, epoch, applied, shutting_down).await,
             Request::UnregisterBroker { id } => self.unregister_broker(id).await,
+            Request::UpdateFeatures { updates, validate_only } => self.update_features(updates, validate_only).await,
             Request::CreateTopics { topics, validate_only } => self.create_topics(topics, validate_only).await,
             Request::DeleteTopics { names } => self.delete_topics(names).await,
             Request::CreatePartitions { name, count, assignments, validate_only } => {
@@ -405,6 +407,7 @@ impl Controller {
             }
             return;
         }
+        self.bootstrap_features().await;
         let now = now_ms();
         let settings = self.settings_from(&self.image());
         let timeout = settings.broker_session_timeout_ms;

@@ -33,6 +33,8 @@ pub enum ConfigTarget {
     Topic(String),
     Broker,
     Group(String),
+    /// A `client-metrics` resource (KIP-714).
+    ClientMetrics(String),
 }
 
 /// A request to the controller.
@@ -129,6 +131,11 @@ pub enum Request {
     /// UnregisterBroker: the broker's registration goes, as after a decommission.
     UnregisterBroker {
         id: i32,
+    },
+    /// UpdateFeatures: every update is checked, then all are written or none.
+    UpdateFeatures {
+        updates: Vec<crate::metadata::features::FeatureUpdate>,
+        validate_only: bool,
     },
     DescribeQuorum,
     /// Committed metadata from offset `from` on (for nodes that don't vote).

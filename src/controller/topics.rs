@@ -224,6 +224,11 @@ impl Controller {
                     let current = img.group_configs.get(&group).unwrap_or(&NO_CONFIGS);
                     (current, Box::new(move |key, value| Record::GroupConfig { group: group.clone(), key, value }))
                 }
+                ConfigTarget::ClientMetrics(name) => {
+                    let name = name.clone();
+                    let current = img.client_metrics.get(&name).unwrap_or(&NO_CONFIGS);
+                    (current, Box::new(move |key, value| Record::ClientMetricsConfig { name: name.clone(), key, value }))
+                }
             };
             let mut recs: Vec<Record> = current.keys().filter(|k| !configs.contains_key(*k)).map(|k| make(k.clone(), None)).collect();
             recs.extend(configs.iter().filter(|(k, v)| current.get(*k) != Some(v)).map(|(k, v)| make(k.clone(), Some(v.clone()))));

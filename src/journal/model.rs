@@ -32,6 +32,7 @@ pub enum ResourceType {
     Topic,
     Broker,
     Group,
+    ClientMetrics,
 }
 
 /// The event types, with Kafka's field names in snake_case.
@@ -262,13 +263,15 @@ pub fn record_events(before: &Image, offset: u64, batch: &RecordBatch, i: usize)
         },
         Record::BrokerConfig { key, value } => vec![config_changed(ResourceType::Broker, "", key, value)],
         Record::GroupConfig { group, key, value } => vec![config_changed(ResourceType::Group, group, key, value)],
+        Record::ClientMetricsConfig { name, key, value } => vec![config_changed(ResourceType::ClientMetrics, name, key, value)],
         Record::ClusterId { .. }
         | Record::AccessControlEntry { .. }
         | Record::RemoveAccessControlEntry { .. }
         | Record::UserScramCredential { .. }
         | Record::RemoveUserScramCredential { .. }
         | Record::DelegationToken { .. }
-        | Record::RemoveDelegationToken { .. } => Vec::new(),
+        | Record::RemoveDelegationToken { .. }
+        | Record::FeatureLevel { .. } => Vec::new(),
     }
 }
 

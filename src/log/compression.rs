@@ -19,11 +19,19 @@ fn corrupt(what: &str, e: impl std::fmt::Display) -> Error {
     Error::CorruptMessage(format!("{what}: {e}"))
 }
 
+/// How [`decompress`] says the output would pass its limit.
+const TOO_LARGE: &str = "decompresses to more than the limit";
+
+/// Did [`decompress`] fail because the output would pass its limit (not on bad input)?
+pub fn is_too_large(e: &Error) -> bool {
+    matches!(e, Error::CorruptMessage(m) if m.contains(TOO_LARGE))
+}
+
 fn read_bounded(mut r: impl Read, limit: usize, what: &str) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     (&mut r).take(limit as u64 + 1).read_to_end(&mut out).map_err(|e| corrupt(what, e))?;
     if out.len() > limit {
-        return Err(Error::CorruptMessage(format!("{what}: decompresses to more than {limit} bytes")));
+        return Err(Error::CorruptMessage(format!("{what}: {TOO_LARGE} of {limit} bytes")));
     }
     Ok(out)
 }
@@ -32,7 +40,7 @@ fn snappy_decompress(data: &[u8], limit: usize) -> Result<Vec<u8>> {
     if !data.starts_with(&XERIAL_MAGIC) {
         let n = snap::raw::decompress_len(data).map_err(|e| corrupt("snappy", e))?;
         if n > limit {
-            return Err(Error::CorruptMessage("snappy: too large".into()));
+            return Err(Error::CorruptMessage(format!("snappy: {TOO_LARGE} of {limit} bytes")));
         }
         return snap::raw::Decoder::new().decompress_vec(data).map_err(|e| corrupt("snappy", e));
     }
@@ -46,7 +54,7 @@ fn snappy_decompress(data: &[u8], limit: usize) -> Result<Vec<u8>> {
         pos += len;
         let n = snap::raw::decompress_len(block).map_err(|e| corrupt("snappy", e))?;
         if out.len() + n > limit {
-            return Err(Error::CorruptMessage("snappy: too large".into()));
+            return Err(Error::CorruptMessage(format!("snappy: {TOO_LARGE} of {limit} bytes")));
         }
         out.extend(snap::raw::Decoder::new().decompress_vec(block).map_err(|e| corrupt("snappy", e))?);
     }

@@ -65,6 +65,9 @@ pub struct Image {
     /// Group config overrides by group id (ConfigResource GROUP); a group without any is absent.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub group_configs: BTreeMap<String, BTreeMap<String, String>>,
+    /// `client-metrics` resources (KIP-714 subscriptions) by name; one without configs is absent.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub client_metrics: BTreeMap<String, BTreeMap<String, String>>,
     /// Unclean elections applied, for the operator to see.
     pub unclean_elections: u64,
     /// Every ACL, indexed for the authorizer.
@@ -76,6 +79,13 @@ pub struct Image {
     /// Delegation tokens by id (Kafka's `DelegationTokenImage`), expired ones until swept.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tokens: BTreeMap<String, DelegationToken>,
+    /// Finalized feature levels (Kafka's `FeaturesImage`); a feature at level 0 is absent.
+    /// Empty in a log from before feature records: see [`super::features::finalized`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub features: BTreeMap<String, i16>,
+    /// The offset of the last feature record applied: ApiVersions' finalized features epoch.
+    #[serde(default)]
+    pub features_epoch: u64,
     /// When the last applied batch that carries a time was proposed (epoch ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_ms: Option<i64>,
@@ -167,16 +177,8 @@ impl Image {
                     None => self.broker_configs.remove(key),
                 };
             }
-            Record::GroupConfig { group, key, value } => {
-                let configs = self.group_configs.entry(group.clone()).or_default();
-                match value {
-                    Some(v) => configs.insert(key.clone(), v.clone()),
-                    None => configs.remove(key),
-                };
-                if configs.is_empty() {
-                    self.group_configs.remove(group);
-                }
-            }
+            Record::GroupConfig { group, key, value } => set_config(&mut self.group_configs, group, key, value),
+            Record::ClientMetricsConfig { name, key, value } => set_config(&mut self.client_metrics, name, key, value),
             Record::AccessControlEntry { id, acl } => self.acls.insert(*id, acl.clone()),
             Record::RemoveAccessControlEntry { id } => {
                 self.acls.remove(*id);
@@ -197,6 +199,16 @@ impl Image {
             }
             Record::RemoveDelegationToken { token_id } => {
                 self.tokens.remove(token_id);
+            }
+            Record::FeatureLevel { name, level } => {
+                // As Kafka's FeatureControlManager.replay: level 0 removes any feature but
+                // the metadata version, which always has a level.
+                if *level == 0 && name != super::features::METADATA_VERSION {
+                    self.features.remove(name);
+                } else {
+                    self.features.insert(name.clone(), *level);
+                }
+                self.features_epoch = offset;
             }
         }
     }
@@ -241,6 +253,18 @@ impl Image {
     }
 }
 
+/// Sets or removes one config of a named resource; a resource left without configs goes.
+fn set_config(all: &mut BTreeMap<String, BTreeMap<String, String>>, name: &str, key: &str, value: &Option<String>) {
+    let configs = all.entry(name.to_string()).or_default();
+    match value {
+        Some(v) => configs.insert(key.to_string(), v.clone()),
+        None => configs.remove(key),
+    };
+    if configs.is_empty() {
+        all.remove(name);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,7 +278,7 @@ mod tests {
         let mut out = vec![RecordBatch::new(vec![Record::ClusterId { id: format!("c{seed}") }])];
         for i in 0..len {
             let broker = rng.below(5) as i32;
-            let rec = match rng.below(11) {
+            let rec = match rng.below(12) {
                 0 => Record::RegisterBroker {
                     id: broker,
                     incarnation: Uuid::from_u64_pair(seed, i as u64),
@@ -333,6 +357,10 @@ mod tests {
                         max_ms: i as i64 + 100,
                         expiry_ms: i as i64 + rng.below(100) as i64,
                     },
+                },
+                11 => Record::FeatureLevel {
+                    name: ["group.version", "metadata.version"][rng.below(2) as usize].into(),
+                    level: rng.below(3) as i16,
                 },
                 _ => Record::UnfenceBroker { id: broker, epoch: i as u64 },
             };

@@ -1,5 +1,6 @@
 //! Cluster metadata: the records of the replicated metadata log, and the image they build.
 
+pub mod features;
 pub mod health;
 pub mod image;
 pub mod names;

@@ -18,6 +18,7 @@
 //! | `RemoveTopic`     | a topic and its partitions are gone                             |
 //! | `TopicConfig`     | a topic config override set (`value`) or removed (`None`)       |
 //! | `BrokerConfig`    | a cluster-wide dynamic broker config set or removed             |
+//! | `ClientMetricsConfig` | a `client-metrics` resource's config set or removed, by name (KIP-714) |
 //! | `GroupConfig`     | a group config override set (`value`) or removed (`None`), by group id |
 //! | `AccessControlEntry` | an ACL was created, with its id (Kafka's AccessControlEntryRecord) |
 //! | `RemoveAccessControlEntry` | the ACL with that id was deleted                        |
@@ -25,6 +26,7 @@
 //! | `RemoveUserScramCredential` | that credential is gone                                   |
 //! | `DelegationToken` | a token created or given a new expiry (Kafka's `DelegationTokenRecord`; no HMAC) |
 //! | `RemoveDelegationToken` | the token is gone (expired, or expired on request)        |
+//! | `FeatureLevel`    | a feature's finalized level (Kafka's `FeatureLevelRecord`); 0 removes it |
 
 use std::collections::BTreeMap;
 
@@ -186,6 +188,11 @@ pub enum Record {
         key: String,
         value: Option<String>,
     },
+    ClientMetricsConfig {
+        name: String,
+        key: String,
+        value: Option<String>,
+    },
     AccessControlEntry {
         id: Uuid,
         acl: AclBinding,
@@ -207,6 +214,10 @@ pub enum Record {
     },
     RemoveDelegationToken {
         token_id: String,
+    },
+    FeatureLevel {
+        name: String,
+        level: i16,
     },
 }
 

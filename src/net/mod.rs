@@ -270,6 +270,10 @@ async fn connection<R: Source, W: Sink>(
             }
         }
         let key = key_of(&frame);
+        if let Some(sw) = api::client_software(&frame) {
+            // Per connection: the listener's shared session gets a copy of its own.
+            session = Arc::new(api::Session { client_software: Some(sw), ..(*session).clone() });
+        }
         match faults::consult(&frame, key).await {
             faults::Verdict::Serve => {}
             faults::Verdict::Close => {

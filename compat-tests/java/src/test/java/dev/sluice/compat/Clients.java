@@ -203,4 +203,15 @@ final class Clients {
         }
         return fail("expected " + expected.getSimpleName() + " but the operation succeeded with " + value);
     }
+
+    /** The broker's /metrics page, from its HTTP listener on {@code httpPort}. */
+    static String metricsPage(int httpPort) throws Exception {
+        java.net.http.HttpResponse<String> r = java.net.http.HttpClient.newHttpClient().send(
+                java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + httpPort + "/metrics")).build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        if (r.statusCode() != 200) {
+            throw new AssertionError("GET /metrics answered " + r.statusCode());
+        }
+        return r.body();
+    }
 }
