@@ -26,6 +26,7 @@ mod sasl;
 mod scram;
 mod share_fetch;
 mod share_groups;
+mod streams_groups;
 mod tokens;
 mod txn;
 
@@ -234,6 +235,9 @@ apis! {
     ShareGroupDescribe: ShareGroupDescribeRequest => share_groups::describe [1, 1] always;
     ShareFetch: ShareFetchRequest => share_fetch::share_fetch [1, 1] always;
     ShareAcknowledge: ShareAcknowledgeRequest => share_fetch::share_acknowledge [1, 1] always;
+    StreamsGroupHeartbeat: StreamsGroupHeartbeatRequest => streams_groups::heartbeat [0, 1] always;
+    StreamsGroupDescribe: StreamsGroupDescribeRequest => streams_groups::describe [0, 1] always;
+    StreamsGroupTopologyDescriptionUpdate: StreamsGroupTopologyDescriptionUpdateRequest => streams_groups::topology_description_update [0, 0] always;
 }
 
 /// The versions of `key` this broker serves.

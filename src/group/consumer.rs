@@ -22,6 +22,8 @@ pub struct ConsumerConfig {
     pub heartbeat_interval_ms: i32,
     pub assignors: Vec<String>,
     pub max_size: usize,
+    /// Streams groups' settings (`group.streams.*`), overridden per group alongside these.
+    pub streams: super::streams::StreamsConfig,
 }
 
 impl Default for ConsumerConfig {
@@ -31,6 +33,7 @@ impl Default for ConsumerConfig {
             heartbeat_interval_ms: 5_000,
             assignors: vec!["uniform".into(), "range".into()],
             max_size: usize::MAX,
+            streams: Default::default(),
         }
     }
 }
