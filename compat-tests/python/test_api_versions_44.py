@@ -38,12 +38,9 @@ OWED = {
     85: "20 (share groups: WriteShareGroupState)",
     86: "20 (share groups: DeleteShareGroupState)",
     87: "20 (share groups: ReadShareGroupStateSummary)",
-    88: "20 (streams groups: StreamsGroupHeartbeat)",
-    89: "20 (streams groups: StreamsGroupDescribe)",
     90: "20 (share groups: DescribeShareGroupOffsets)",
     91: "20 (share groups: AlterShareGroupOffsets)",
     92: "20 (share groups: DeleteShareGroupOffsets)",
-    93: "20 (streams groups: StreamsGroupTopologyDescriptionUpdate)",
     94: "19 (UnregisterController)",
 }
 
