@@ -6,6 +6,9 @@ import static dev.sluice.compat.Clients.producer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -47,6 +50,7 @@ import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.tools.streams.StreamsGroupCommand;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -162,6 +166,25 @@ class StreamsGroupTest {
         return reader;
     }
 
+    /** Runs Kafka's kafka-streams-groups tool in-process; returns what it printed (exit code 0 asserted). */
+    private static String streamsGroupsTool(String... args) {
+        List<String> all = new ArrayList<>(List.of("--bootstrap-server", broker.bootstrap()));
+        all.addAll(Arrays.asList(args));
+        PrintStream saved = System.out;
+        ByteArrayOutputStream buf = new ByteArrayOutputStream();
+        int rc;
+        try (PrintStream capture = new PrintStream(buf, true, StandardCharsets.UTF_8)) {
+            System.setOut(capture);
+            rc = StreamsGroupCommand.execute(all.toArray(new String[0]));
+        } finally {
+            System.setOut(saved);
+        }
+        String out = buf.toString(StandardCharsets.UTF_8);
+        log("kafka-streams-groups %s ->%n%s", String.join(" ", args), out);
+        assertEquals(0, rc, "kafka-streams-groups " + String.join(" ", args) + " exit code; output:\n" + out);
+        return out;
+    }
+
     private static StreamsGroupDescription describe(String app) throws Exception {
         return Clients.get(admin.describeStreamsGroups(List.of(app)).all()).get(app);
     }
@@ -221,6 +244,15 @@ class StreamsGroupTest {
             assertEquals(1, d.members().size());
             assertEquals(2, d.subtopologies().size());
             assertEquals(Set.of("0_0", "0_1", "1_0", "1_1"), activeTasks(d.members().iterator().next()));
+
+            // Kafka's kafka-streams-groups tool describes the group, its members and its offsets.
+            String described = streamsGroupsTool("--describe", "--group", app);
+            assertTrue(described.contains(in) && described.contains(app + "-words-repartition"), "kafka-streams-groups --describe:\n" + described);
+            String state = streamsGroupsTool("--describe", "--state", "--group", app);
+            assertTrue(state.contains("Stable"), "kafka-streams-groups --describe --state:\n" + state);
+            String members = streamsGroupsTool("--describe", "--members", "--group", app);
+            assertTrue(members.contains(d.members().iterator().next().memberId()), "kafka-streams-groups --describe --members:\n" + members);
+            assertTrue(streamsGroupsTool("--list").contains(app), "kafka-streams-groups --list");
 
             Collection<GroupListing> groups = Clients.get(admin.listGroups(ListGroupsOptions.forStreamsGroups()).all());
             assertTrue(groups.stream().anyMatch(g -> g.groupId().equals(app) && g.type().orElse(null) == GroupType.STREAMS),
