@@ -244,3 +244,26 @@ def test_describe_and_topology_description_update(broker):
         r = c.request(STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0, body, flexible=True)
         r.i32()
         assert r.i16() == UNSUPPORTED_VERSION
+
+
+def test_group_survives_a_restart(broker):
+    """The group is kept in __consumer_offsets: after a restart the member carries on at its
+    epoch with its tasks (runs last in the file: it restarts the shared broker)."""
+    group = "sg-raw-restart"
+    with kp.Conn(broker.port) as c:
+        epoch, tasks = joined_member(c, group)
+    broker.stop()
+    broker.start()
+    with kp.Conn(broker.port) as c:
+        find_coordinator(c, group)
+        owned = {s: ps for s, ps in tasks.items()}
+        deadline = time.monotonic() + 20
+        while True:
+            err, msg, _, e, statuses, active = heartbeat(c, heartbeat_body(group, "m1", epoch, tasks=owned))
+            if err == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)  # NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS while loading
+        assert err == 0, (err, msg)
+        assert e == epoch and statuses == [], (e, statuses)
+        # A full heartbeat gets the same tasks back.
+        assert {s: ps for s, ps in active} == tasks
