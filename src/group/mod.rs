@@ -8,6 +8,7 @@
 mod assignor;
 pub mod classic;
 pub mod consumer;
+mod modern;
 pub mod consumer_protocol;
 mod persist;
 pub mod store;
@@ -399,6 +400,7 @@ impl Coordinator {
     pub fn tick(&self, host: &dyn InternalPartitions) {
         let now = now_ms();
         let mut topics: Option<Topics> = None;
+        let mut counts: Option<streams::TopicCounts> = None;
         let mut inner = self.inner.lock();
         let mut replies = Vec::new();
         for (id, entry) in inner.groups.iter_mut() {
@@ -409,7 +411,7 @@ impl Coordinator {
                 self.persist_modern(host, id, entry);
             }
             if let Some(s) = entry.streams.as_mut() {
-                s.tick(&streams_coord::topic_counts(host), &self.consumer_config_for(id).streams, now);
+                s.tick(counts.get_or_insert_with(|| streams_coord::topic_counts(host)), &self.consumer_config_for(id).streams, now);
                 self.persist_streams(host, id, entry);
             }
         }

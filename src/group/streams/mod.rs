@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use super::modern;
 use crate::error::{Error, Result};
 use assignor::{MemberSpec, TaskId};
 use topology::{Configured, Topology, TopicInfo, STATUS_SHUTDOWN_APPLICATION, STATUS_STALE_TOPOLOGY};
@@ -232,17 +233,9 @@ impl StreamsGroup {
 
     /// The group state as StreamsGroupDescribe and ListGroups name it.
     pub fn state_name(&self) -> &'static str {
-        if self.members.is_empty() {
-            "Empty"
-        } else if self.configured_tasks.is_none() {
-            "NotReady"
-        } else if self.epoch != self.assignment_epoch {
-            "Assigning"
-        } else if self.members.values().any(|m| m.epoch != self.assignment_epoch || m.state != MemberState::Stable) {
-            "Reconciling"
-        } else {
-            "Stable"
-        }
+        let reconciling = self.members.values().any(|m| m.epoch != self.assignment_epoch || m.state != MemberState::Stable);
+        let ready = self.configured_tasks.is_some();
+        modern::state_name(self.members.is_empty(), ready, self.epoch, self.assignment_epoch, reconciling)
     }
 
     fn remove_member(&mut self, id: &str) {
@@ -363,17 +356,10 @@ impl StreamsGroup {
                     return Err(Error::FencedInstanceId(inst.clone()));
                 }
             }
-            if hb.epoch > m.epoch {
-                return Err(Error::FencedMemberEpoch { got: hb.epoch, current: m.epoch });
-            }
-            if hb.epoch < m.epoch {
-                let subset = hb.owned.as_ref().is_none_or(|o| {
-                    o.active.is_subset(&m.assigned.active) && o.standby.is_subset(&m.assigned.standby) && o.warmup.is_subset(&m.assigned.warmup)
-                });
-                if hb.epoch != m.previous_epoch || !subset {
-                    return Err(Error::FencedMemberEpoch { got: hb.epoch, current: m.epoch });
-                }
-            }
+            let subset = hb.owned.as_ref().is_none_or(|o| {
+                o.active.is_subset(&m.assigned.active) && o.standby.is_subset(&m.assigned.standby) && o.warmup.is_subset(&m.assigned.warmup)
+            });
+            modern::check_heartbeat_epoch(hb.epoch, m.epoch, m.previous_epoch, subset)?;
         }
         changed |= self.update_member(&hb, now);
         if hb.shutdown_application && !self.shutdown_requested {
@@ -566,7 +552,7 @@ impl StreamsGroup {
         let expired: Vec<String> = self
             .members
             .values()
-            .filter(|m| now - m.last_heartbeat > cfg.session_timeout_ms || m.revocation_deadline.is_some_and(|d| now > d))
+            .filter(|m| modern::expired(now, m.last_heartbeat, cfg.session_timeout_ms, m.revocation_deadline))
             .map(|m| m.id.clone())
             .collect();
         for id in &expired {
@@ -583,10 +569,7 @@ impl StreamsGroup {
     /// OffsetCommit/TxnOffsetCommit check for a member of this group.
     pub fn validate_member_epoch(&self, member_id: &str, epoch: i32) -> Result<()> {
         let m = self.members.get(member_id).ok_or_else(|| Error::UnknownMemberId(member_id.into()))?;
-        if epoch != m.epoch {
-            return Err(Error::StaleMemberEpoch(epoch));
-        }
-        Ok(())
+        modern::check_commit_epoch(epoch, m.epoch)
     }
 
     /// The source topics of the topology (for OffsetDelete).
