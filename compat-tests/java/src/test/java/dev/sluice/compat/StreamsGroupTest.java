@@ -26,6 +26,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListGroupsOptions;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -39,6 +41,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.GroupType;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.LongDeserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -60,8 +63,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Kafka Streams 4.4 with {@code group.protocol=streams} (KIP-1071): the broker takes the
  * topology, creates the repartition and changelog topics, and assigns the tasks. A word count
- * under exactly_once_v2 must give exact counts, alone and with two instances sharing the tasks,
- * one of which then stops. One broker for the class.
+ * under exactly_once_v2 must give exact counts, alone and with two instances sharing the tasks
+ * (with a standby replica each, set as a group config), one of which then stops. Kafka's
+ * kafka-streams-groups tool describes the group. One broker for the class.
  */
 class StreamsGroupTest {
 
@@ -190,8 +194,16 @@ class StreamsGroupTest {
     }
 
     private static Set<String> activeTasks(StreamsGroupMemberDescription m) {
+        return tasks(m.assignment().activeTasks());
+    }
+
+    private static Set<String> standbyTasks(StreamsGroupMemberDescription m) {
+        return tasks(m.assignment().standbyTasks());
+    }
+
+    private static Set<String> tasks(List<StreamsGroupMemberAssignment.TaskIds> ids) {
         Set<String> out = new HashSet<>();
-        for (StreamsGroupMemberAssignment.TaskIds t : m.assignment().activeTasks()) {
+        for (StreamsGroupMemberAssignment.TaskIds t : ids) {
             for (int p : t.partitions()) {
                 out.add(t.subtopologyId() + "_" + p);
             }
@@ -271,6 +283,10 @@ class StreamsGroupTest {
         Map<String, Long> last = new TreeMap<>();
         Map<String, Long> maxSeen = new TreeMap<>();
         produce(in, 0, 200, expected);
+        // One standby replica per task, set as the group's own config (streams.num.standby.replicas).
+        ConfigResource groupResource = new ConfigResource(ConfigResource.Type.GROUP, app);
+        AlterConfigOp standbys = new AlterConfigOp(new ConfigEntry("streams.num.standby.replicas", "1"), AlterConfigOp.OpType.SET);
+        Clients.get(admin.incrementalAlterConfigs(Map.of(groupResource, List.of(standbys))).all());
         AtomicReference<Throwable> errorA = new AtomicReference<>();
         AtomicReference<Throwable> errorB = new AtomicReference<>();
         KafkaStreams a = streams(app, in, out, Files.createDirectories(stateDir.resolve("a")), errorA);
@@ -280,19 +296,25 @@ class StreamsGroupTest {
             BooleanSupplier failed = () -> failedB.getAsBoolean() || errorA.get() != null || a.state() == KafkaStreams.State.ERROR;
             a.start();
             b.start();
-            // Both members hold tasks, none twice, all eight between them.
-            waitFor("two members sharing the tasks", () -> {
+            // Both members hold tasks, none twice, all eight between them; each keeps a standby
+            // copy of the other's tasks (the two instances are two processes).
+            waitFor("two members sharing the tasks, each with standbys of the other's", () -> {
                 try {
                     StreamsGroupDescription d = describe(app);
                     if (d.groupState() != GroupState.STABLE || d.members().size() != 2) {
                         return false;
                     }
                     List<Set<String>> held = new ArrayList<>();
-                    d.members().forEach(m -> held.add(activeTasks(m)));
+                    List<Set<String>> standby = new ArrayList<>();
+                    d.members().forEach(m -> {
+                        held.add(activeTasks(m));
+                        standby.add(standbyTasks(m));
+                    });
                     Set<String> all = new HashSet<>(held.get(0));
                     all.addAll(held.get(1));
                     return !held.get(0).isEmpty() && !held.get(1).isEmpty() && all.size() == 8
-                            && held.get(0).size() + held.get(1).size() == 8;
+                            && held.get(0).size() + held.get(1).size() == 8
+                            && standby.get(0).equals(held.get(1)) && standby.get(1).equals(held.get(0));
                 } catch (Exception | AssertionError e) {
                     return false; // not described yet
                 }
@@ -304,8 +326,10 @@ class StreamsGroupTest {
             waitFor("the remaining member to hold every task", () -> {
                 try {
                     StreamsGroupDescription d = describe(app);
+                    // A lone process has nowhere to keep a standby.
                     return d.groupState() == GroupState.STABLE && d.members().size() == 1
-                            && activeTasks(d.members().iterator().next()).size() == 8;
+                            && activeTasks(d.members().iterator().next()).size() == 8
+                            && standbyTasks(d.members().iterator().next()).isEmpty();
                 } catch (Exception | AssertionError e) {
                     return false; // not described yet
                 }
