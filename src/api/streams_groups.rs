@@ -48,7 +48,10 @@ fn topology(t: &req_t::Topology) -> Topology {
                 copartition_groups: s
                     .copartition_groups
                     .iter()
-                    .map(|g| CopartitionGroup { source_topics: g.source_topics.clone(), repartition_source_topics: g.repartition_source_topics.clone() })
+                    .map(|g| CopartitionGroup {
+                        source_topics: g.source_topics.clone(),
+                        repartition_source_topics: g.repartition_source_topics.clone(),
+                    })
                     .collect(),
             })
             .collect(),
@@ -188,7 +191,9 @@ fn describe_topic(t: &TopicInfo) -> sgd::TopicInfo {
         .with_name(sb(t.name.clone()).into())
         .with_partitions(t.partitions)
         .with_replication_factor(t.replication_factor)
-        .with_topic_configs(t.configs.iter().map(|(k, v)| sgd::KeyValue::default().with_key(sb(k.clone())).with_value(sb(v.clone()))).collect())
+        .with_topic_configs(
+            t.configs.iter().map(|(k, v)| sgd::KeyValue::default().with_key(sb(k.clone())).with_value(sb(v.clone()))).collect(),
+        )
 }
 
 fn describe_topology(t: &Topology) -> sgd::Topology {
@@ -248,7 +253,10 @@ pub async fn describe(ctx: &Ctx<'_>, req: StreamsGroupDescribeRequest) -> Stream
                                     m.user_endpoint.as_ref().map(|(h, p)| sgd::Endpoint::default().with_host(sb(h.clone())).with_port(*p)),
                                 )
                                 .with_client_tags(
-                                    m.client_tags.iter().map(|(k, v)| sgd::KeyValue::default().with_key(sb(k.clone())).with_value(sb(v.clone()))).collect(),
+                                    m.client_tags
+                                        .iter()
+                                        .map(|(k, v)| sgd::KeyValue::default().with_key(sb(k.clone())).with_value(sb(v.clone())))
+                                        .collect(),
                                 )
                                 .with_assignment(describe_tasks(&m.assigned))
                                 .with_target_assignment(describe_tasks(&target))

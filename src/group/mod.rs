@@ -8,8 +8,8 @@
 mod assignor;
 pub mod classic;
 pub mod consumer;
-mod modern;
 pub mod consumer_protocol;
+mod modern;
 mod persist;
 pub mod store;
 pub mod streams;

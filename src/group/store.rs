@@ -157,7 +157,11 @@ mod tests {
 
     #[test]
     fn keys_round_trip() {
-        for k in [Key::Offset { group: "g".into(), topic: "t".into(), partition: 3 }, Key::Group { group: "gé".into() }, Key::StreamsGroup { group: "s".into() }] {
+        for k in [
+            Key::Offset { group: "g".into(), topic: "t".into(), partition: 3 },
+            Key::Group { group: "gé".into() },
+            Key::StreamsGroup { group: "s".into() },
+        ] {
             assert_eq!(Key::decode(&k.encode()), Some(k));
         }
         assert_eq!(unhex(&hex(&[0, 255, 16])).unwrap(), vec![0, 255, 16]);

@@ -66,10 +66,7 @@ pub fn assign(members: &[MemberSpec<'_>], tasks: &[TaskId], standbys: usize) -> 
     }
     for t in unassigned {
         // Least loaded; a previous standby owner (already warm) wins a tie, then the id.
-        let m = members
-            .iter()
-            .min_by_key(|m| (out[m.id].active.len(), !m.prev_standby.contains(t), m.id))
-            .expect("members exist");
+        let m = members.iter().min_by_key(|m| (out[m.id].active.len(), !m.prev_standby.contains(t), m.id)).expect("members exist");
         out.get_mut(m.id).expect("member").active.insert(t.clone());
     }
     if standbys > 0 {
@@ -82,11 +79,8 @@ fn assign_standbys(members: &[MemberSpec<'_>], tasks: &[TaskId], standbys: usize
     for t in tasks {
         for _ in 0..standbys {
             // Processes already holding a copy of this task.
-            let holding: BTreeSet<&str> = members
-                .iter()
-                .filter(|m| out[m.id].active.contains(t) || out[m.id].standby.contains(t))
-                .map(|m| m.process_id)
-                .collect();
+            let holding: BTreeSet<&str> =
+                members.iter().filter(|m| out[m.id].active.contains(t) || out[m.id].standby.contains(t)).map(|m| m.process_id).collect();
             let pick = members
                 .iter()
                 .filter(|m| !holding.contains(m.process_id))

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::modern;
 use crate::error::{Error, Result};
 use assignor::{MemberSpec, TaskId};
-use topology::{Configured, Topology, TopicInfo, STATUS_SHUTDOWN_APPLICATION, STATUS_STALE_TOPOLOGY};
+use topology::{Configured, TopicInfo, Topology, STATUS_SHUTDOWN_APPLICATION, STATUS_STALE_TOPOLOGY};
 
 /// Epoch a member sends to leave; static members send -2 to leave for a while.
 pub const LEAVE_EPOCH: i32 = -1;
@@ -380,7 +380,10 @@ impl StreamsGroup {
             ));
         }
         if self.shutdown_requested {
-            status.push((STATUS_SHUTDOWN_APPLICATION, "A KafkaStreams instance encountered a fatal error and requested a shutdown for the entire application.".into()));
+            status.push((
+                STATUS_SHUTDOWN_APPLICATION,
+                "A KafkaStreams instance encountered a fatal error and requested a shutdown for the entire application.".into(),
+            ));
         }
         let full = hb.epoch == 0 || hb.owned.is_some() && hb.process_id.is_some();
         let endpoints = (hb.endpoint_information_epoch < self.endpoint_epoch).then(|| self.endpoints());

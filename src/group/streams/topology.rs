@@ -165,7 +165,10 @@ impl Topology {
             }
         }
         if !wrong.is_empty() {
-            out.status.push((STATUS_INCORRECTLY_PARTITIONED_TOPICS, format!("Internal topics are incorrectly partitioned: {}", wrong.join(", "))));
+            out.status.push((
+                STATUS_INCORRECTLY_PARTITIONED_TOPICS,
+                format!("Internal topics are incorrectly partitioned: {}", wrong.join(", ")),
+            ));
         } else if !out.to_create.is_empty() {
             let names: Vec<&str> = out.to_create.iter().map(|t| t.name.as_str()).collect();
             out.status.push((STATUS_MISSING_INTERNAL_TOPICS, format!("Internal topics are missing: [{}]", names.join(", "))));
@@ -222,12 +225,18 @@ impl Topology {
     /// returned); repartition topics follow them, and a fixed count that disagrees is an
     /// invalid topology.
     fn enforce_copartitioning(&self, existing: &BTreeMap<String, i32>, counts: &mut BTreeMap<String, i32>) -> Result<Option<String>> {
-        let fixed: BTreeSet<&str> =
-            self.subtopologies.iter().flat_map(|s| &s.repartition_source_topics).filter(|t| t.partitions > 0).map(|t| t.name.as_str()).collect();
+        let fixed: BTreeSet<&str> = self
+            .subtopologies
+            .iter()
+            .flat_map(|s| &s.repartition_source_topics)
+            .filter(|t| t.partitions > 0)
+            .map(|t| t.name.as_str())
+            .collect();
         for s in &self.subtopologies {
             for g in &s.copartition_groups {
                 let sources: Vec<&String> = g.source_topics.iter().map(|&i| &s.source_topics[i as usize]).collect();
-                let reparts: Vec<&String> = g.repartition_source_topics.iter().map(|&i| &s.repartition_source_topics[i as usize].name).collect();
+                let reparts: Vec<&String> =
+                    g.repartition_source_topics.iter().map(|&i| &s.repartition_source_topics[i as usize].name).collect();
                 let external: BTreeMap<&str, i32> =
                     sources.iter().filter_map(|t| existing.get(t.as_str()).map(|n| (t.as_str(), *n))).collect();
                 let distinct: BTreeSet<i32> = external.values().copied().collect();
