@@ -95,6 +95,11 @@ pub enum Error {
     UnsupportedAssignor(String),
     #[error("invalid regular expression: {0}")]
     InvalidRegularExpression(String),
+    #[error("{0}")]
+    StreamsInvalidTopology(String),
+    #[error("{0}")]
+    StreamsInvalidTopologyEpoch(String),
+
     #[error("invalid transaction state: {0}")]
     InvalidTxnState(String),
     #[error("the producer id is not the one mapped to this transactional id")]
@@ -275,6 +280,8 @@ impl Error {
             UnreleasedInstanceId(_) => ResponseError::UnreleasedInstanceId,
             UnsupportedAssignor(_) => ResponseError::UnsupportedAssignor,
             InvalidRegularExpression(_) => ResponseError::InvalidRegularExpression,
+            StreamsInvalidTopology(_) => ResponseError::StreamsInvalidTopology,
+            StreamsInvalidTopologyEpoch(_) => ResponseError::StreamsInvalidTopologyEpoch,
             InvalidTxnState(_) => ResponseError::InvalidTxnState,
             InvalidProducerIdMapping => ResponseError::InvalidProducerIdMapping,
             InvalidTransactionTimeout(_) => ResponseError::InvalidTransactionTimeout,

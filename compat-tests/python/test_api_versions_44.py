@@ -30,12 +30,9 @@ OWED = {
     79: "20 (share groups: ShareAcknowledge v2)",
     80: "19 (raft voters: AddRaftVoter)",
     81: "19 (raft voters: RemoveRaftVoter)",
-    88: "20 (streams groups: StreamsGroupHeartbeat)",
-    89: "20 (streams groups: StreamsGroupDescribe)",
     90: "20 (share groups: DescribeShareGroupOffsets)",
     91: "20 (share groups: AlterShareGroupOffsets)",
     92: "20 (share groups: DeleteShareGroupOffsets)",
-    93: "20 (streams groups: StreamsGroupTopologyDescriptionUpdate)",
     94: "19 (UnregisterController)",
 }
 

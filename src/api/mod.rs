@@ -29,6 +29,7 @@ mod share_fetch;
 mod share_groups;
 mod share_state;
 mod telemetry;
+mod streams_groups;
 mod tokens;
 mod txn;
 
@@ -264,6 +265,9 @@ apis! {
     WriteShareGroupState: WriteShareGroupStateRequest => share_state::write_state [0, 1] always;
     DeleteShareGroupState: DeleteShareGroupStateRequest => share_state::delete_state [0, 0] always;
     ReadShareGroupStateSummary: ReadShareGroupStateSummaryRequest => share_state::read_summary [0, 1] always;
+    StreamsGroupHeartbeat: StreamsGroupHeartbeatRequest => streams_groups::heartbeat [0, 1] always;
+    StreamsGroupDescribe: StreamsGroupDescribeRequest => streams_groups::describe [0, 1] always;
+    StreamsGroupTopologyDescriptionUpdate: StreamsGroupTopologyDescriptionUpdateRequest => streams_groups::topology_description_update [0, 0] always;
 }
 
 /// The versions of `key` this broker serves.

@@ -89,6 +89,10 @@ top_level!(ShareGroupHeartbeatResponse, ShareFetchResponse, ShareAcknowledgeResp
 top_level!(UpdateFeaturesResponse, GetTelemetrySubscriptionsResponse, PushTelemetryResponse);
 not_walked!(ShareGroupDescribeResponse);
 
+// Streams groups (KIP-1071): the top-level code; per-group codes of describe are not walked.
+top_level!(StreamsGroupHeartbeatResponse, StreamsGroupTopologyDescriptionUpdateResponse);
+not_walked!(StreamsGroupDescribeResponse);
+
 impl ErrorCodes for MetadataResponse {
     fn each_error(&self, f: &mut dyn FnMut(i16)) {
         f(self.error_code);

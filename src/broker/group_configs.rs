@@ -103,6 +103,9 @@ fn overrides(
         let mut c = consumer.clone();
         c.session_timeout_ms = s.consumer_session_timeout_ms;
         c.heartbeat_interval_ms = s.consumer_heartbeat_interval_ms;
+        c.streams.session_timeout_ms = s.streams_session_timeout_ms;
+        c.streams.heartbeat_interval_ms = s.streams_heartbeat_interval_ms;
+        c.streams.num_standby_replicas = s.streams_num_standby_replicas;
         consumers.insert(group.clone(), c);
         let g = ShareGroupConfig {
             session_timeout_ms: s.share_session_timeout_ms,

@@ -104,6 +104,14 @@ impl Broker {
             heartbeat_interval_ms: s.group_consumer_heartbeat_interval_ms,
             assignors: s.group_consumer_assignors.clone(),
             max_size: s.group_consumer_max_size,
+            streams: crate::group::streams::StreamsConfig {
+                session_timeout_ms: s.group_streams_session_timeout_ms,
+                heartbeat_interval_ms: s.group_streams_heartbeat_interval_ms,
+                num_standby_replicas: s.group_streams_num_standby_replicas,
+                max_size: s.group_streams_max_size,
+                task_offset_interval_ms: s.group_streams_task_offset_interval_ms,
+                acceptable_recovery_lag: s.group_streams_acceptable_recovery_lag,
+            },
         };
         let groups = Coordinator::new(group_config, consumer_config, s.offsets_topic_num_partitions, s.offsets_retention_ms);
         let txns = crate::txn::coordinator::TxnCoordinator::new(crate::txn::coordinator::TxnConfig {

@@ -44,6 +44,7 @@ pub static BROKER_KEYS: &[KeyDef] = &[
     key!("group.streams.min.heartbeat.interval.ms", Some("5000"), Int, broker, false, "Least streams.heartbeat.interval.ms a group may set."),
     key!("group.streams.max.heartbeat.interval.ms", Some("15000"), Int, broker, false, "Most streams.heartbeat.interval.ms a group may set."),
     key!("group.streams.num.standby.replicas", Some("0"), Int, broker, false, "Standby replicas of each streams task."),
+    key!("group.streams.max.size", Some("2147483647"), Int, broker, false, "Most members a streams group may have."),
     key!("group.streams.max.standby.replicas", Some("2"), Int, broker, false, "Most streams.num.standby.replicas a group may set."),
     key!("group.streams.initial.rebalance.delay.ms", Some("3000"), Int, broker, false, "Delay of a new streams group's first assignment."),
     key!("group.streams.assignment.interval.ms", Some("1000"), Int, broker, false, "Pause between a streams group's assignment runs."),
@@ -298,6 +299,9 @@ fn iso8601_duration_ms(s: &str) -> Option<i64> {
 pub struct GroupSettings {
     pub consumer_session_timeout_ms: i64,
     pub consumer_heartbeat_interval_ms: i32,
+    pub streams_session_timeout_ms: i64,
+    pub streams_heartbeat_interval_ms: i32,
+    pub streams_num_standby_replicas: i32,
     pub share_session_timeout_ms: i64,
     pub share_heartbeat_interval_ms: i32,
     pub share_record_lock_duration_ms: i64,
@@ -325,6 +329,9 @@ impl GroupSettings {
         GroupSettings {
             consumer_session_timeout_ms: group_int("consumer.session.timeout.ms"),
             consumer_heartbeat_interval_ms: group_int("consumer.heartbeat.interval.ms").clamp(1, i32::MAX as i64) as i32,
+            streams_session_timeout_ms: group_int("streams.session.timeout.ms"),
+            streams_heartbeat_interval_ms: group_int("streams.heartbeat.interval.ms").clamp(1, i32::MAX as i64) as i32,
+            streams_num_standby_replicas: group_int("streams.num.standby.replicas").clamp(0, i32::MAX as i64) as i32,
             share_session_timeout_ms: group_int("share.session.timeout.ms"),
             share_heartbeat_interval_ms: group_int("share.heartbeat.interval.ms").clamp(1, i32::MAX as i64) as i32,
             share_record_lock_duration_ms: group_int("share.record.lock.duration.ms").max(1),

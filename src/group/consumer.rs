@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::assignor::{self, MemberSpec, Tp};
+use super::modern;
 use crate::error::{Error, Result};
 
 /// Epoch a member sends to leave; static members send -2 to leave for a while.
@@ -22,6 +23,8 @@ pub struct ConsumerConfig {
     pub heartbeat_interval_ms: i32,
     pub assignors: Vec<String>,
     pub max_size: usize,
+    /// Streams groups' settings (`group.streams.*`), overridden per group alongside these.
+    pub streams: super::streams::StreamsConfig,
 }
 
 impl Default for ConsumerConfig {
@@ -31,6 +34,7 @@ impl Default for ConsumerConfig {
             heartbeat_interval_ms: 5_000,
             assignors: vec!["uniform".into(), "range".into()],
             max_size: usize::MAX,
+            streams: Default::default(),
         }
     }
 }
@@ -148,15 +152,8 @@ impl ConsumerGroup {
 
     /// The group state as ConsumerGroupDescribe and ListGroups name it.
     pub fn state_name(&self) -> &'static str {
-        if self.members.is_empty() {
-            "Empty"
-        } else if self.epoch != self.assignment_epoch {
-            "Assigning"
-        } else if self.members.values().any(|m| m.epoch != self.assignment_epoch || m.state != MemberState::Stable) {
-            "Reconciling"
-        } else {
-            "Stable"
-        }
+        let reconciling = self.members.values().any(|m| m.epoch != self.assignment_epoch || m.state != MemberState::Stable);
+        modern::state_name(self.members.is_empty(), true, self.epoch, self.assignment_epoch, reconciling)
     }
 
     fn owned_elsewhere(&self, me: &str, tp: &Tp) -> bool {
@@ -290,15 +287,8 @@ impl ConsumerGroup {
                     return Err(Error::FencedInstanceId(inst.clone()));
                 }
             }
-            if hb.epoch > m.epoch {
-                return Err(Error::FencedMemberEpoch { got: hb.epoch, current: m.epoch });
-            }
-            if hb.epoch < m.epoch {
-                let subset = hb.owned.as_ref().map_or(true, |o| o.iter().all(|tp| m.assigned.contains(tp)));
-                if hb.epoch != m.previous_epoch || !subset {
-                    return Err(Error::FencedMemberEpoch { got: hb.epoch, current: m.epoch });
-                }
-            }
+            let subset = hb.owned.as_ref().is_none_or(|o| o.iter().all(|tp| m.assigned.contains(tp)));
+            modern::check_heartbeat_epoch(hb.epoch, m.epoch, m.previous_epoch, subset)?;
         }
         let before = self.members[&member_id].assigned.clone();
         let m = self.members.get_mut(&member_id).expect("member");
@@ -405,7 +395,7 @@ impl ConsumerGroup {
         let expired: Vec<String> = self
             .members
             .values()
-            .filter(|m| now - m.last_heartbeat > cfg.session_timeout_ms || m.revocation_deadline.is_some_and(|d| now > d))
+            .filter(|m| modern::expired(now, m.last_heartbeat, cfg.session_timeout_ms, m.revocation_deadline))
             .map(|m| m.id.clone())
             .collect();
         for id in &expired {
@@ -422,10 +412,7 @@ impl ConsumerGroup {
     /// OffsetCommit/OffsetFetch check for a member of this group.
     pub fn validate_member_epoch(&self, member_id: &str, epoch: i32) -> Result<()> {
         let m = self.members.get(member_id).ok_or_else(|| Error::UnknownMemberId(member_id.into()))?;
-        if epoch != m.epoch {
-            return Err(Error::StaleMemberEpoch(epoch));
-        }
-        Ok(())
+        modern::check_commit_epoch(epoch, m.epoch)
     }
 
     /// Topic names the group subscribes to (for OffsetDelete).

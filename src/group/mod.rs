@@ -9,8 +9,11 @@ mod assignor;
 pub mod classic;
 pub mod consumer;
 pub mod consumer_protocol;
+mod modern;
 mod persist;
 pub mod store;
+pub mod streams;
+mod streams_coord;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -46,17 +49,19 @@ struct Entry {
     group: Group,
     /// Set when this is a KIP-848 consumer group rather than a classic one.
     modern: Option<ConsumerGroup>,
+    /// Set when this is a KIP-1071 streams group.
+    streams: Option<streams::StreamsGroup>,
     offsets: BTreeMap<(String, i32), Committed>,
 }
 
 impl Entry {
     fn new(id: &str, now: i64) -> Entry {
-        Entry { group: Group::new(id, now), modern: None, offsets: BTreeMap::new() }
+        Entry { group: Group::new(id, now), modern: None, streams: None, offsets: BTreeMap::new() }
     }
 
     /// A consumer group with members, which classic requests must not touch.
     fn is_active_modern(&self) -> bool {
-        self.modern.as_ref().is_some_and(|m| !m.members.is_empty())
+        self.modern.as_ref().is_some_and(|m| !m.members.is_empty()) || self.streams.as_ref().is_some_and(|s| !s.members.is_empty())
     }
 }
 
@@ -278,6 +283,9 @@ impl Coordinator {
         let cfg = self.consumer_config_for(group_id);
         let mut inner = self.inner.lock();
         let entry = inner.groups.entry(group_id.to_string()).or_insert_with(|| Entry::new(group_id, now));
+        if entry.streams.is_some() {
+            return Err(Error::GroupIdNotFound(format!("Group {group_id} is not a consumer group.")));
+        }
         if entry.modern.is_none() {
             if !matches!(entry.group.state, State::Empty | State::Dead) {
                 return Err(Error::GroupIdNotFound(format!("{group_id} is a classic group")));
@@ -392,6 +400,7 @@ impl Coordinator {
     pub fn tick(&self, host: &dyn InternalPartitions) {
         let now = now_ms();
         let mut topics: Option<Topics> = None;
+        let mut counts: Option<streams::TopicCounts> = None;
         let mut inner = self.inner.lock();
         let mut replies = Vec::new();
         for (id, entry) in inner.groups.iter_mut() {
@@ -400,6 +409,10 @@ impl Coordinator {
             if let Some(m) = entry.modern.as_mut() {
                 m.tick(topics.get_or_insert_with(|| topics_view(host)), &self.consumer_config_for(id), now);
                 self.persist_modern(host, id, entry);
+            }
+            if let Some(s) = entry.streams.as_mut() {
+                s.tick(counts.get_or_insert_with(|| streams_coord::topic_counts(host)), &self.consumer_config_for(id).streams, now);
+                self.persist_streams(host, id, entry);
             }
         }
         dispatch(&mut inner, replies);
@@ -435,6 +448,12 @@ impl Coordinator {
             None if generation >= 0 => return Err(Error::IllegalGeneration(generation)),
             None => {
                 inner.groups.insert(group_id.to_string(), Entry::new(group_id, now));
+            }
+            Some(e) if e.streams.is_some() => {
+                let g = e.streams.as_ref().expect("streams");
+                if !(generation < 0 && member_id.is_empty() && g.members.is_empty()) {
+                    g.validate_member_epoch(member_id, generation)?;
+                }
             }
             Some(e) if e.modern.is_some() => {
                 let m = e.modern.as_ref().expect("modern");
@@ -492,9 +511,10 @@ impl Coordinator {
         let mut inner = self.inner.lock();
         if let Some(e) = inner.groups.get(group_id) {
             if !member_id.is_empty() && generation >= 0 {
-                match &e.modern {
-                    Some(m) => m.validate_member_epoch(member_id, generation)?,
-                    None => e.group.validate_member(member_id, instance_id, generation)?,
+                match (&e.modern, &e.streams) {
+                    (_, Some(s)) => s.validate_member_epoch(member_id, generation)?,
+                    (Some(m), None) => m.validate_member_epoch(member_id, generation)?,
+                    (None, None) => e.group.validate_member(member_id, instance_id, generation)?,
                 }
             }
         }
@@ -559,6 +579,7 @@ impl Coordinator {
             return Err(Error::GroupIdNotFound(group_id.into()));
         }
         let subscribed = match &entry.modern {
+            _ if entry.streams.is_some() => entry.streams.as_ref().map(|s| s.source_topics().into_iter().collect()),
             Some(m) => Some(m.subscribed_names(&topics_view(host)).into_iter().collect()),
             None if entry.group.state == State::Empty => Some(Default::default()),
             None => entry.group.subscribed_topics(),
@@ -613,6 +634,9 @@ impl Coordinator {
             .collect();
         recs.push((Key::Group { group: group_id.into() }.encode(), None));
         recs.push((Key::ConsumerGroup { group: group_id.into() }.encode(), None));
+        if entry.streams.is_some() {
+            recs.push((Key::StreamsGroup { group: group_id.into() }.encode(), None));
+        }
         self.write(host, group_id, &recs)?;
         inner.groups.remove(group_id);
         Ok(())
@@ -626,6 +650,9 @@ impl Coordinator {
             .values()
             .filter(|e| e.group.state != State::Dead)
             .map(|e| match &e.modern {
+                _ if e.streams.is_some() => {
+                    (e.group.id.clone(), "streams".to_string(), e.streams.as_ref().expect("streams").state_name(), "streams")
+                }
                 Some(m) => (e.group.id.clone(), "consumer".to_string(), m.state_name(), "consumer"),
                 None => (e.group.id.clone(), e.group.protocol_type.clone().unwrap_or_default(), e.group.state.name(), "classic"),
             })
@@ -638,7 +665,7 @@ impl Coordinator {
     pub fn describe(&self, group_id: &str) -> Option<Description> {
         let inner = self.inner.lock();
         let e = inner.groups.get(group_id)?;
-        if e.modern.is_some() {
+        if e.modern.is_some() || e.streams.is_some() {
             return None;
         }
         let g = &e.group;

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use bytes::Bytes;
 
 use super::classic::{Group, State};
-use super::store::{self, ConsumerGroupValue, GroupValue, Key, OffsetValue};
+use super::store::{self, ConsumerGroupValue, GroupValue, Key, OffsetValue, StreamsGroupValue};
 use super::{Committed, Coordinator, Entry, OFFSETS_TOPIC};
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
@@ -107,6 +107,7 @@ impl Coordinator {
         let now = now_ms();
         let mut groups: HashMap<String, Option<GroupValue>> = HashMap::new();
         let mut moderns: HashMap<String, Option<ConsumerGroupValue>> = HashMap::new();
+        let mut streams: HashMap<String, Option<StreamsGroupValue>> = HashMap::new();
         type PendingOffsets = Vec<((String, String, i32), Option<OffsetValue>)>;
         let mut txn_pending: HashMap<i64, PendingOffsets> = HashMap::new();
         let mut offsets: HashMap<(String, String, i32), Option<OffsetValue>> = HashMap::new();
@@ -139,6 +140,9 @@ impl Coordinator {
                         }
                         Key::ConsumerGroup { group } => {
                             moderns.insert(group, r.value.and_then(|v| serde_json::from_slice(&v).ok()));
+                        }
+                        Key::StreamsGroup { group } => {
+                            streams.insert(group, r.value.and_then(|v| serde_json::from_slice(&v).ok()));
                         }
                         Key::Offset { group, topic, partition } => {
                             offsets.insert((group, topic, partition), r.value.and_then(|v| serde_json::from_slice(&v).ok()));
@@ -173,13 +177,19 @@ impl Coordinator {
             if g.state == State::Empty {
                 g.state_since = v.state_ts;
             }
-            inner.groups.insert(id, Entry { group: g, modern: None, offsets: BTreeMap::new() });
+            inner.groups.insert(id, Entry { group: g, modern: None, streams: None, offsets: BTreeMap::new() });
         }
         for (id, v) in moderns {
             let Some(v) = v else { continue };
             let mut m = v.group;
             m.touch_all(now);
             inner.groups.entry(id.clone()).or_insert_with(|| Entry::new(&id, now)).modern = Some(m);
+        }
+        for (id, v) in streams {
+            let Some(v) = v else { continue };
+            let mut s = v.group;
+            s.touch_all(now);
+            inner.groups.entry(id.clone()).or_insert_with(|| Entry::new(&id, now)).streams = Some(s);
         }
         let mut count = 0;
         for ((g, t, p), v) in offsets {

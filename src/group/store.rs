@@ -5,12 +5,12 @@
 //! | bytes | field |
 //! | --- | --- |
 //! | u16 | key version, 0 |
-//! | u8 | kind: 1 = committed offset, 2 = classic group metadata, 3 = consumer (KIP-848) group |
+//! | u8 | kind: 1 = committed offset, 2 = classic group metadata, 3 = consumer (KIP-848) group, 4 = streams (KIP-1071) group |
 //! | u16 + UTF-8 | group id |
 //! | u16 + UTF-8, i32 | topic and partition (kind 1 only) |
 //!
 //! Values are JSON objects with a `"v"` version field (see [`OffsetValue`],
-//! [`GroupValue`] and [`ConsumerGroupValue`]); byte strings inside them are hex.
+//! [`GroupValue`], [`ConsumerGroupValue`] and [`StreamsGroupValue`]); byte strings inside them are hex.
 //! A null value is a tombstone.
 
 use serde::{Deserialize, Serialize};
@@ -19,6 +19,7 @@ const KEY_VERSION: u16 = 0;
 const KIND_OFFSET: u8 = 1;
 const KIND_GROUP: u8 = 2;
 const KIND_CONSUMER_GROUP: u8 = 3;
+const KIND_STREAMS_GROUP: u8 = 4;
 
 /// A decoded record key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -26,6 +27,7 @@ pub enum Key {
     Offset { group: String, topic: String, partition: i32 },
     Group { group: String },
     ConsumerGroup { group: String },
+    StreamsGroup { group: String },
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -59,6 +61,10 @@ impl Key {
                 out.push(KIND_CONSUMER_GROUP);
                 put_str(&mut out, group);
             }
+            Key::StreamsGroup { group } => {
+                out.push(KIND_STREAMS_GROUP);
+                put_str(&mut out, group);
+            }
         }
         out
     }
@@ -77,6 +83,7 @@ impl Key {
             }
             KIND_GROUP => Some(Key::Group { group }),
             KIND_CONSUMER_GROUP => Some(Key::ConsumerGroup { group }),
+            KIND_STREAMS_GROUP => Some(Key::StreamsGroup { group }),
             _ => None,
         }
     }
@@ -124,6 +131,13 @@ pub struct ConsumerGroupValue {
     pub group: super::consumer::ConsumerGroup,
 }
 
+/// A streams group: topology, members and target assignment, serialized with a version.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StreamsGroupValue {
+    pub v: u16,
+    pub group: super::streams::StreamsGroup,
+}
+
 /// Lowercase hex of bytes.
 pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
@@ -143,7 +157,11 @@ mod tests {
 
     #[test]
     fn keys_round_trip() {
-        for k in [Key::Offset { group: "g".into(), topic: "t".into(), partition: 3 }, Key::Group { group: "gé".into() }] {
+        for k in [
+            Key::Offset { group: "g".into(), topic: "t".into(), partition: 3 },
+            Key::Group { group: "gé".into() },
+            Key::StreamsGroup { group: "s".into() },
+        ] {
             assert_eq!(Key::decode(&k.encode()), Some(k));
         }
         assert_eq!(unhex(&hex(&[0, 255, 16])).unwrap(), vec![0, 255, 16]);

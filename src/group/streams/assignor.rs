@@ -1,0 +1,168 @@
+//! The sticky task assignor of streams groups, after Kafka's `StickyTaskAssignor`:
+//! active tasks stay with their previous owner while that keeps the group balanced, the
+//! rest go to the least loaded member; standby replicas go to members of other processes
+//! (a process never holds two copies of one task), previous standby owners first.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A task: (subtopology id, partition).
+pub type TaskId = (String, i32);
+
+/// What a member asks of the assignor.
+#[derive(Debug, Clone)]
+pub struct MemberSpec<'a> {
+    pub id: &'a str,
+    pub process_id: &'a str,
+    /// Active tasks it had in the previous target.
+    pub prev_active: &'a BTreeSet<TaskId>,
+    /// Standby tasks it had in the previous target.
+    pub prev_standby: &'a BTreeSet<TaskId>,
+}
+
+/// A member's share of the target assignment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Assigned {
+    pub active: BTreeSet<TaskId>,
+    pub standby: BTreeSet<TaskId>,
+}
+
+/// Every task of a configured topology: tasks per subtopology → task ids.
+pub fn all_tasks(tasks: &BTreeMap<String, i32>) -> Vec<TaskId> {
+    tasks.iter().flat_map(|(s, n)| (0..*n).map(move |p| (s.clone(), p))).collect()
+}
+
+/// Computes the target assignment of `members` over `tasks`, with `standbys` replicas.
+pub fn assign(members: &[MemberSpec<'_>], tasks: &[TaskId], standbys: usize) -> BTreeMap<String, Assigned> {
+    let mut out: BTreeMap<String, Assigned> = members.iter().map(|m| (m.id.to_string(), Assigned::default())).collect();
+    if members.is_empty() {
+        return out;
+    }
+    let n = members.len();
+    let floor = tasks.len() / n;
+    // How many members may carry one task above `floor`.
+    let mut extra = tasks.len() % n;
+    let mut unassigned: Vec<&TaskId> = Vec::new();
+    let prev_owner = |t: &TaskId| members.iter().find(|m| m.prev_active.contains(t));
+    // Stickiness first, up to the floor; then as many members as may go one above it.
+    let mut pending: Vec<&TaskId> = Vec::new();
+    for t in tasks {
+        match prev_owner(t) {
+            Some(m) if out[m.id].active.len() < floor => {
+                out.get_mut(m.id).expect("member").active.insert(t.clone());
+            }
+            Some(_) => pending.push(t),
+            None => unassigned.push(t),
+        }
+    }
+    for t in pending {
+        let m = prev_owner(t).expect("had an owner");
+        let load = out[m.id].active.len();
+        if load == floor && extra > 0 {
+            extra -= 1;
+            out.get_mut(m.id).expect("member").active.insert(t.clone());
+        } else {
+            unassigned.push(t);
+        }
+    }
+    for t in unassigned {
+        // Least loaded; a previous standby owner (already warm) wins a tie, then the id.
+        let m = members.iter().min_by_key(|m| (out[m.id].active.len(), !m.prev_standby.contains(t), m.id)).expect("members exist");
+        out.get_mut(m.id).expect("member").active.insert(t.clone());
+    }
+    if standbys > 0 {
+        assign_standbys(members, tasks, standbys, &mut out);
+    }
+    out
+}
+
+fn assign_standbys(members: &[MemberSpec<'_>], tasks: &[TaskId], standbys: usize, out: &mut BTreeMap<String, Assigned>) {
+    for t in tasks {
+        for _ in 0..standbys {
+            // Processes already holding a copy of this task.
+            let holding: BTreeSet<&str> =
+                members.iter().filter(|m| out[m.id].active.contains(t) || out[m.id].standby.contains(t)).map(|m| m.process_id).collect();
+            let pick = members
+                .iter()
+                .filter(|m| !holding.contains(m.process_id))
+                .min_by_key(|m| (!m.prev_standby.contains(t), out[m.id].active.len() + out[m.id].standby.len(), m.id));
+            match pick {
+                Some(m) => {
+                    out.get_mut(m.id).expect("member").standby.insert(t.clone());
+                }
+                // Not enough processes for the replicas asked for, as Kafka tolerates.
+                None => break,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tasks(sub: &str, n: i32) -> Vec<TaskId> {
+        (0..n).map(|p| (sub.to_string(), p)).collect()
+    }
+
+    #[test]
+    fn balances_and_sticks() {
+        let none = BTreeSet::new();
+        let ids = ["a", "b"];
+        let specs: Vec<MemberSpec> =
+            ids.iter().map(|id| MemberSpec { id, process_id: id, prev_active: &none, prev_standby: &none }).collect();
+        let all = tasks("0", 6);
+        let first = assign(&specs, &all, 0);
+        assert_eq!(first["a"].active.len(), 3);
+        assert_eq!(first["b"].active.len(), 3);
+        // A third member joins: each old member keeps two of its own tasks.
+        let specs3 = vec![
+            MemberSpec { id: "a", process_id: "a", prev_active: &first["a"].active, prev_standby: &none },
+            MemberSpec { id: "b", process_id: "b", prev_active: &first["b"].active, prev_standby: &none },
+            MemberSpec { id: "c", process_id: "c", prev_active: &none, prev_standby: &none },
+        ];
+        let second = assign(&specs3, &all, 0);
+        for id in ["a", "b", "c"] {
+            assert_eq!(second[id].active.len(), 2, "{id}: {second:?}");
+        }
+        assert!(second["a"].active.is_subset(&first["a"].active));
+        assert!(second["b"].active.is_subset(&first["b"].active));
+    }
+
+    #[test]
+    fn uneven_counts_stay_within_one() {
+        let none = BTreeSet::new();
+        let prev: BTreeSet<TaskId> = tasks("0", 4).into_iter().collect();
+        let specs = vec![
+            MemberSpec { id: "a", process_id: "p1", prev_active: &prev, prev_standby: &none },
+            MemberSpec { id: "b", process_id: "p2", prev_active: &none, prev_standby: &none },
+            MemberSpec { id: "c", process_id: "p3", prev_active: &none, prev_standby: &none },
+        ];
+        let out = assign(&specs, &tasks("0", 5), 0);
+        let sizes: Vec<usize> = out.values().map(|a| a.active.len()).collect();
+        assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1, "{sizes:?}");
+        assert_eq!(sizes.iter().sum::<usize>(), 5);
+    }
+
+    #[test]
+    fn standbys_go_to_other_processes() {
+        let none = BTreeSet::new();
+        let specs = vec![
+            MemberSpec { id: "a1", process_id: "p1", prev_active: &none, prev_standby: &none },
+            MemberSpec { id: "a2", process_id: "p1", prev_active: &none, prev_standby: &none },
+            MemberSpec { id: "b1", process_id: "p2", prev_active: &none, prev_standby: &none },
+        ];
+        let out = assign(&specs, &tasks("0", 3), 1);
+        let process = |id: &str| if id.starts_with('a') { "p1" } else { "p2" };
+        for t in tasks("0", 3) {
+            let active: Vec<&String> = out.iter().filter(|(_, a)| a.active.contains(&t)).map(|(k, _)| k).collect();
+            let standby: Vec<&String> = out.iter().filter(|(_, a)| a.standby.contains(&t)).map(|(k, _)| k).collect();
+            assert_eq!(active.len(), 1);
+            assert_eq!(standby.len(), 1, "{t:?}: {out:?}");
+            assert_ne!(process(active[0]), process(standby[0]));
+        }
+        // With one process there is nowhere to put a standby.
+        let one = &specs[..2];
+        let out = assign(one, &tasks("0", 2), 1);
+        assert!(out.values().all(|a| a.standby.is_empty()));
+    }
+}

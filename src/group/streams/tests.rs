@@ -1,0 +1,193 @@
+use super::topology::*;
+use super::*;
+
+/// Word count: subtopology 0 reads `input` and writes the repartition topic; 1 reads it
+/// and keeps a changelogged store.
+fn word_count(epoch: i32) -> Topology {
+    Topology {
+        epoch,
+        subtopologies: vec![
+            Subtopology {
+                id: "0".into(),
+                source_topics: vec!["input".into()],
+                repartition_sink_topics: vec!["app-repartition".into()],
+                ..Default::default()
+            },
+            Subtopology {
+                id: "1".into(),
+                repartition_source_topics: vec![TopicInfo { name: "app-repartition".into(), ..Default::default() }],
+                state_changelog_topics: vec![TopicInfo { name: "app-changelog".into(), ..Default::default() }],
+                ..Default::default()
+            },
+        ],
+    }
+}
+
+fn join(id: &str, process: &str) -> Heartbeat {
+    Heartbeat {
+        member_id: id.into(),
+        epoch: 0,
+        rebalance_timeout_ms: 30_000,
+        topology: Some(word_count(0)),
+        process_id: Some(process.into()),
+        owned: Some(Tasks::default()),
+        ..Default::default()
+    }
+}
+
+fn beat(id: &str, epoch: i32, owned: &Tasks) -> Heartbeat {
+    Heartbeat { member_id: id.into(), epoch, rebalance_timeout_ms: -1, owned: Some(owned.clone()), ..Default::default() }
+}
+
+fn topics(with_internal: bool) -> TopicCounts {
+    let mut t: TopicCounts = [("input".to_string(), 4)].into();
+    if with_internal {
+        t.insert("app-repartition".into(), 4);
+        t.insert("app-changelog".into(), 4);
+    }
+    t
+}
+
+#[test]
+fn internal_topics_are_derived_then_tasks_assigned() {
+    let cfg = StreamsConfig::default();
+    let mut g = StreamsGroup::new("g");
+    let r = g.heartbeat(join("a", "p1"), &topics(false), &cfg, 0).unwrap();
+    let mut created: Vec<(String, i32)> = r.to_create.iter().map(|t| (t.name.clone(), t.partitions)).collect();
+    created.sort();
+    assert_eq!(created, vec![("app-changelog".to_string(), 4), ("app-repartition".to_string(), 4)]);
+    assert_eq!(r.status[0].0, STATUS_MISSING_INTERNAL_TOPICS);
+    assert!(r.tasks.unwrap().is_empty());
+    assert_eq!(g.state_name(), "NotReady");
+    let r = g.heartbeat(beat("a", r.epoch, &Tasks::default()), &topics(true), &cfg, 10).unwrap();
+    assert!(r.status.is_empty(), "{:?}", r.status);
+    assert_eq!(r.tasks.unwrap().active.len(), 8);
+    assert_eq!(g.state_name(), "Stable");
+}
+
+#[test]
+fn missing_source_topics_is_a_status() {
+    let mut g = StreamsGroup::new("g");
+    let r = g.heartbeat(join("a", "p1"), &TopicCounts::new(), &StreamsConfig::default(), 0).unwrap();
+    assert_eq!(r.status[0].0, STATUS_MISSING_SOURCE_TOPICS);
+    assert!(r.to_create.is_empty());
+}
+
+#[test]
+fn tasks_move_only_after_release() {
+    let cfg = StreamsConfig::default();
+    let t = topics(true);
+    let mut g = StreamsGroup::new("g");
+    let a = g.heartbeat(join("a", "p1"), &t, &cfg, 0).unwrap();
+    let a_tasks = a.tasks.unwrap();
+    assert_eq!(a_tasks.active.len(), 8);
+    let b = g.heartbeat(join("b", "p2"), &t, &cfg, 1).unwrap();
+    // b's target is half the tasks, but a still holds them all.
+    assert!(b.tasks.unwrap().active.is_empty());
+    // a is asked to give up four tasks, at its current epoch.
+    let a2 = g.heartbeat(beat("a", a.epoch, &a_tasks), &t, &cfg, 2).unwrap();
+    let kept = a2.tasks.unwrap();
+    assert_eq!(kept.active.len(), 4);
+    assert_eq!(a2.epoch, a.epoch);
+    // Until a reports the release, b gets nothing.
+    let b2 = g.heartbeat(beat("b", b.epoch, &Tasks::default()), &t, &cfg, 3).unwrap();
+    assert!(b2.tasks.is_none_or(|x| x.active.is_empty()));
+    let a3 = g.heartbeat(beat("a", a2.epoch, &kept), &t, &cfg, 4).unwrap();
+    assert!(a3.epoch > a.epoch);
+    let b3 = g.heartbeat(beat("b", b2.epoch, &Tasks::default()), &t, &cfg, 5).unwrap();
+    let got = b3.tasks.unwrap();
+    assert_eq!(got.active.len(), 4);
+    assert!(got.active.is_disjoint(&kept.active));
+    assert_eq!(g.state_name(), "Stable");
+}
+
+#[test]
+fn wrong_epochs_and_unknown_members_are_refused() {
+    let cfg = StreamsConfig::default();
+    let t = topics(true);
+    let mut g = StreamsGroup::new("g");
+    let a = g.heartbeat(join("a", "p1"), &t, &cfg, 0).unwrap();
+    let e = g.heartbeat(beat("a", a.epoch + 5, &Tasks::default()), &t, &cfg, 1).unwrap_err();
+    assert!(matches!(e, Error::FencedMemberEpoch { .. }));
+    let e = g.heartbeat(beat("zz", 1, &Tasks::default()), &t, &cfg, 1).unwrap_err();
+    assert!(matches!(e, Error::UnknownMemberId(_)));
+    assert!(g.validate_member_epoch("a", a.epoch).is_ok());
+    assert!(matches!(g.validate_member_epoch("a", a.epoch - 1), Err(Error::StaleMemberEpoch(_))));
+}
+
+#[test]
+fn bad_topologies_are_refused() {
+    let cfg = StreamsConfig::default();
+    let mut g = StreamsGroup::new("g");
+    let mut hb = join("a", "p1");
+    hb.topology.as_mut().unwrap().subtopologies[1].state_changelog_topics[0].partitions = 3;
+    assert!(matches!(g.heartbeat(hb, &topics(false), &cfg, 0), Err(Error::StreamsInvalidTopology(_))));
+    let mut hb = join("a", "p1");
+    hb.topology.as_mut().unwrap().subtopologies[0].repartition_sink_topics.clear();
+    assert!(matches!(g.heartbeat(hb, &topics(false), &cfg, 0), Err(Error::StreamsInvalidTopology(_))));
+    let mut hb = join("a", "p1");
+    hb.topology = None;
+    assert!(matches!(g.heartbeat(hb, &topics(false), &cfg, 0), Err(Error::InvalidRequest(_))));
+}
+
+#[test]
+fn topology_updates_with_members_are_refused() {
+    let cfg = StreamsConfig::default();
+    let t = topics(true);
+    let mut g = StreamsGroup::new("g");
+    g.heartbeat(join("a", "p1"), &t, &cfg, 0).unwrap();
+    let mut hb = join("b", "p2");
+    hb.topology = Some(word_count(1));
+    assert!(matches!(g.heartbeat(hb, &t, &cfg, 1), Err(Error::StreamsInvalidTopologyEpoch(_))));
+    // An older topology joins with a STALE_TOPOLOGY status.
+    g.topology.as_mut().unwrap().epoch = 2;
+    let r = g.heartbeat(join("c", "p3"), &t, &cfg, 2).unwrap();
+    assert!(r.status.iter().any(|s| s.0 == STATUS_STALE_TOPOLOGY));
+}
+
+#[test]
+fn leaving_and_expiry_rebalance() {
+    let cfg = StreamsConfig::default();
+    let t = topics(true);
+    let mut g = StreamsGroup::new("g");
+    let a = g.heartbeat(join("a", "p1"), &t, &cfg, 0).unwrap();
+    g.heartbeat(join("b", "p2"), &t, &cfg, 0).unwrap();
+    let r = g.heartbeat(beat("b", LEAVE_EPOCH, &Tasks::default()), &t, &cfg, 1).unwrap();
+    assert_eq!(r.epoch, LEAVE_EPOCH);
+    assert_eq!(g.target["a"].active.len(), 8);
+    let r = g.heartbeat(beat("a", a.epoch, &a.tasks.unwrap()), &t, &cfg, 2).unwrap();
+    assert_eq!(g.members["a"].assigned.active.len(), 8, "{r:?}");
+    g.tick(&t, &cfg, 2 + cfg.session_timeout_ms + 1);
+    assert_eq!(g.state_name(), "Empty");
+}
+
+#[test]
+fn standby_replicas_follow_the_config() {
+    let cfg = StreamsConfig { num_standby_replicas: 1, ..Default::default() };
+    let t = topics(true);
+    let mut g = StreamsGroup::new("g");
+    g.heartbeat(join("a", "p1"), &t, &cfg, 0).unwrap();
+    g.heartbeat(join("b", "p2"), &t, &cfg, 0).unwrap();
+    let standby: usize = g.target.values().map(|x| x.standby.len()).sum();
+    assert_eq!(standby, 8);
+    for x in g.target.values() {
+        assert!(x.active.is_disjoint(&x.standby));
+    }
+}
+
+#[test]
+fn copartitioned_sources_must_agree() {
+    let topo = Topology {
+        epoch: 0,
+        subtopologies: vec![Subtopology {
+            id: "0".into(),
+            source_topics: vec!["l".into(), "r".into()],
+            copartition_groups: vec![CopartitionGroup { source_topics: vec![0, 1], repartition_source_topics: vec![] }],
+            ..Default::default()
+        }],
+    };
+    let c = topo.configure(&[("l".to_string(), 2), ("r".to_string(), 3)].into()).unwrap();
+    assert_eq!(c.status[0].0, STATUS_INCORRECTLY_PARTITIONED_TOPICS);
+    let c = topo.configure(&[("l".to_string(), 3), ("r".to_string(), 3)].into()).unwrap();
+    assert_eq!(c.tasks.unwrap()["0"], 3);
+}
