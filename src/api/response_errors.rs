@@ -105,3 +105,9 @@ impl ErrorCodes for DeleteTopicsResponse {
         self.responses.iter().for_each(|t| f(t.error_code));
     }
 }
+
+impl ErrorCodes for AlterClientQuotasResponse {
+    fn each_error(&self, f: &mut dyn FnMut(i16)) {
+        self.entries.iter().for_each(|e| f(e.error_code));
+    }
+}

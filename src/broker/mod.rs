@@ -3,6 +3,7 @@
 mod acls;
 mod configs;
 mod group_configs;
+mod quotas;
 mod reconcile;
 mod share;
 mod tokens;
@@ -70,6 +71,8 @@ pub struct Broker {
     pub fetch_sessions: Mutex<FetchSessionCache>,
     /// The group configs last handed to the coordinators.
     applied_group_configs: Mutex<std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>>,
+    /// The measured byte rates of clients under a quota.
+    client_rates: quotas::ClientRates,
 }
 
 /// Marker file written by a clean shutdown: its absence means the logs need recovery.
@@ -120,6 +123,7 @@ impl Broker {
             cluster_id,
             cluster,
             config: RwLock::new(config),
+            client_rates: quotas::ClientRates::new(&s),
             settings: arc_swap::ArcSwap::from_pointee(s),
             replicas: ReplicaManager::default(),
             reconciling: Mutex::new(()),

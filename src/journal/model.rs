@@ -268,7 +268,8 @@ pub fn record_events(before: &Image, offset: u64, batch: &RecordBatch, i: usize)
         | Record::UserScramCredential { .. }
         | Record::RemoveUserScramCredential { .. }
         | Record::DelegationToken { .. }
-        | Record::RemoveDelegationToken { .. } => Vec::new(),
+        | Record::RemoveDelegationToken { .. }
+        | Record::ClientQuota { .. } => Vec::new(),
     }
 }
 

@@ -147,7 +147,7 @@ pub async fn serve(listeners: Vec<Listening>, broker: Arc<Broker>, limits: Conne
 /// At most this many Produce requests of one connection run side by side.
 const MAX_SIDE_BY_SIDE: usize = 5;
 
-type Answer = Result<Option<Vec<api::Chunk>>, api::ConnError>;
+type Answer = Result<api::Reply, api::ConnError>;
 
 /// A Produce request running: the partitions it writes, when its frame was read, its task.
 type InFlight = (api::ProduceTargets, Instant, JoinHandle<Answer>);
@@ -234,6 +234,8 @@ async fn connection<R: Source, W: Sink>(
     let mut frames = FrameReader::new(rd, max_frame);
     // Produce requests in flight, oldest first, with the partitions they write.
     let mut inflight: VecDeque<InFlight> = VecDeque::new();
+    // Until when the client is throttled: no request is read from it (KIP-219's muting).
+    let mut muted = Muted::default();
     loop {
         if let Some(s) = &sasl {
             frames.set_max_frame(s.max_frame(max_frame));
@@ -247,14 +249,14 @@ async fn connection<R: Source, W: Sink>(
                 }
             } => {
                 let started = inflight.pop_front().map(|(_, t, _)| t);
-                let sent = send_answer(&mut wr, joined(done)).await?;
+                let sent = send_answer(&mut wr, joined(done), &mut muted).await?;
                 answered(PRODUCE_KEY, started.unwrap_or_else(Instant::now));
                 if !sent {
                     return Ok(());
                 }
                 continue;
             }
-            f = frames.next() => match f? {
+            f = muted.then(frames.next()) => match f? {
                 Some(f) => f,
                 None => break,
             },
@@ -263,7 +265,7 @@ async fn connection<R: Source, W: Sink>(
         let started = Instant::now();
         if let Some(s) = sasl.as_mut() {
             // Boxed, as the handlers are: the login's state is no part of an idle connection.
-            match Box::pin(sasl_turn(s, &frame, &broker, &mut session, &mut inflight, &mut wr, peer)).await? {
+            match Box::pin(sasl_turn(s, &frame, &broker, &mut session, &mut inflight, &mut wr, peer, &mut muted)).await? {
                 Turn::Pass => {}
                 Turn::Answered => continue,
                 Turn::Close => return Ok(()),
@@ -273,14 +275,14 @@ async fn connection<R: Source, W: Sink>(
         match faults::consult(&frame, key).await {
             faults::Verdict::Serve => {}
             faults::Verdict::Close => {
-                drain(&mut inflight, &mut wr).await?;
+                drain(&mut inflight, &mut wr, &mut muted).await?;
                 return Ok(());
             }
             faults::Verdict::Answer(a) => {
-                if !drain(&mut inflight, &mut wr).await? {
+                if !drain(&mut inflight, &mut wr, &mut muted).await? {
                     return Ok(());
                 }
-                let sent = send_answer(&mut wr, Ok(a)).await?;
+                let sent = send_answer(&mut wr, Ok(api::Reply::now(a)), &mut muted).await?;
                 answered(key, started);
                 if !sent {
                     return Ok(());
@@ -294,7 +296,7 @@ async fn connection<R: Source, W: Sink>(
         // into the page cache on several cores. Per partition, order is kept.
         let produce = api::decode_produce(&frame);
         if !may_start_now(inflight.iter().map(|(busy, _, _)| busy), produce.as_ref().map(|(t, _)| t)) {
-            if !drain(&mut inflight, &mut wr).await? {
+            if !drain(&mut inflight, &mut wr, &mut muted).await? {
                 return Ok(());
             }
         }
@@ -312,7 +314,7 @@ async fn connection<R: Source, W: Sink>(
                 if faults::cut_meanwhile(from_peer) {
                     return Ok(());
                 }
-                let sent = send_answer(&mut wr, answer).await?;
+                let sent = send_answer(&mut wr, answer, &mut muted).await?;
                 answered(key, started);
                 if !sent {
                     return Ok(());
@@ -321,14 +323,37 @@ async fn connection<R: Source, W: Sink>(
         }
     }
     // The client is gone or the broker stops: what was started is still answered.
-    drain(&mut inflight, &mut wr).await?;
+    drain(&mut inflight, &mut wr, &mut muted).await?;
     Ok(())
 }
 
+/// Until when a connection reads no request: a client over its quota is muted for the
+/// throttle time once its response is out (KIP-219), as Kafka mutes its channel.
+#[derive(Default, Clone, Copy)]
+struct Muted(Option<tokio::time::Instant>);
+
+impl Muted {
+    /// Extends the mute to `ms` from now.
+    fn extend(&mut self, ms: i32) {
+        if ms > 0 {
+            let until = tokio::time::Instant::now() + Duration::from_millis(ms as u64);
+            self.0 = Some(self.0.map_or(until, |t| t.max(until)));
+        }
+    }
+
+    /// `read`, once the mute is over. Cancel-safe if `read` is: the wait holds no data.
+    async fn then<T>(self, read: impl Future<Output = T>) -> T {
+        if let Some(t) = self.0 {
+            tokio::time::sleep_until(t).await;
+        }
+        read.await
+    }
+}
+
 /// Answers every Produce request in flight, in order; false when the connection is to close.
-async fn drain<W: Sink>(inflight: &mut VecDeque<InFlight>, wr: &mut W) -> anyhow::Result<bool> {
+async fn drain<W: Sink>(inflight: &mut VecDeque<InFlight>, wr: &mut W, muted: &mut Muted) -> anyhow::Result<bool> {
     while let Some((_, started, task)) = inflight.pop_front() {
-        let sent = send_answer(wr, joined(task.await)).await?;
+        let sent = send_answer(wr, joined(task.await), muted).await?;
         answered(PRODUCE_KEY, started);
         if !sent {
             return Ok(false);
@@ -357,6 +382,7 @@ async fn sasl_turn<W: Sink>(
     inflight: &mut VecDeque<InFlight>,
     wr: &mut W,
     peer: IpAddr,
+    muted: &mut Muted,
 ) -> anyhow::Result<Turn> {
     let (reply, close) = match sasl_gate(sasl, frame, broker) {
         Outcome::Pass => return Ok(Turn::Pass),
@@ -372,7 +398,7 @@ async fn sasl_turn<W: Sink>(
             (reply, true)
         }
     };
-    if !drain(inflight, wr).await? {
+    if !drain(inflight, wr, muted).await? {
         return Ok(Turn::Close);
     }
     if let Some(r) = reply {
@@ -451,8 +477,21 @@ async fn copy_file<W: AsyncWrite + Unpin>(wr: &mut W, slice: &crate::log::FileSl
     Ok(())
 }
 
-/// Writes an answer; false when the connection is to be closed.
-async fn send_answer<W: Sink>(wr: &mut W, answer: Answer) -> anyhow::Result<bool> {
+/// Writes an answer and mutes the connection for its throttle; false when the connection
+/// is to be closed.
+async fn send_answer<W: Sink>(wr: &mut W, answer: Answer, muted: &mut Muted) -> anyhow::Result<bool> {
+    let answer = match answer {
+        Ok(reply) if reply.delay_response => {
+            // A client that predates KIP-219 gets its response once the throttle is over.
+            tokio::time::sleep(Duration::from_millis(reply.throttle_ms as u64)).await;
+            Ok(reply.frame)
+        }
+        Ok(reply) => {
+            muted.extend(reply.throttle_ms);
+            Ok(reply.frame)
+        }
+        Err(e) => Err(e),
+    };
     match answer {
         Ok(Some(chunks)) => {
             for c in chunks {
