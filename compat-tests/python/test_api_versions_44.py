@@ -25,7 +25,6 @@ VERSIONS_FILE = Path(os.environ.get(
 OWED = {
     34: "19 (log dirs: AlterReplicaLogDirs)",
     35: "19 (log dirs: DescribeLogDirs v1-5)",
-    49: "19 (quotas: AlterClientQuotas)",
     57: "19 (features: UpdateFeatures)",
     71: "19 (telemetry: GetTelemetrySubscriptions)",
     72: "19 (telemetry: PushTelemetry)",
