@@ -149,3 +149,37 @@ def test_librdkafka_producer_is_throttled_to_its_quota(qbroker):
     rate = sum(window) / (t1 - t0)
     print(f"librdkafka under a quota of {quota} B/s: {rate:.0f} B/s, {len(throttles)} throttle events")
     assert 0.9 * quota <= rate <= 1.1 * quota, f"{rate:.0f} B/s against a quota of {quota}"
+
+
+def answered_api_versions(port):
+    """True if a new connection's ApiVersions is answered; False if the broker closes it."""
+    try:
+        with kproto.Conn(port, timeout=15) as c:
+            err, _ = kproto.api_versions(c, 0)
+            return err == 0
+    except (kproto.ConnectionClosed, ConnectionResetError):
+        return False
+
+
+def test_connection_creation_rate_per_ip(qbroker):
+    """KIP-612: connections from an address over its connection_creation_rate are closed
+    unserved (after the throttle time); removing the quota lets every one in again."""
+    p = qbroker.port
+    assert alter(p, [({"ip": "127.0.0.1"}, {"connection_creation_rate": 5.0})]) == [(0, None)]
+    try:
+        start = time.monotonic()
+        served = [answered_api_versions(p) for _ in range(20)]
+        took = time.monotonic() - start
+        # Two windows of a second: about five in the first second, five more a second later.
+        assert served[:3] == [True, True, True], served
+        assert not all(served), served
+        assert sum(served) <= 5 * (WINDOWS + took) + 1, (served, took)
+    finally:
+        # This connection comes from 127.0.0.1 too: it is let in once the rate is back down.
+        for _ in range(10):
+            try:
+                assert alter(p, [({"ip": "127.0.0.1"}, {"connection_creation_rate": None})]) == [(0, None)]
+                break
+            except (kproto.ConnectionClosed, ConnectionResetError):
+                time.sleep(1)
+    assert all(answered_api_versions(p) for _ in range(20))

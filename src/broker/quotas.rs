@@ -5,8 +5,8 @@
 use crate::clock::now_ms;
 use crate::controller::rpc::{QuotaAlteration, Request, Response};
 use crate::error::{Error, Result};
-use crate::quota::entity::{CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE};
-use crate::quota::resolve::{governing, Governing};
+use crate::quota::entity::{CONNECTION_CREATION_RATE, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE};
+use crate::quota::resolve::{connection_rate, governing, Governing};
 use crate::quota::{ThrottleKind, Throttler, WindowConfig};
 
 use super::Broker;
@@ -28,6 +28,7 @@ fn key_of(kind: ThrottleKind) -> &'static str {
     match kind {
         ThrottleKind::Produce => PRODUCER_BYTE_RATE,
         ThrottleKind::Fetch => CONSUMER_BYTE_RATE,
+        ThrottleKind::ConnectionCreation => CONNECTION_CREATION_RATE,
     }
 }
 
@@ -56,6 +57,30 @@ impl Broker {
         if ms > 0 {
             crate::stats::quota_throttled(kind.as_str(), ms as u64);
         }
+        ms as i32
+    }
+
+    /// Counts a new connection from `ip` against its `connection_creation_rate`; the time
+    /// to hold it before closing it if that takes the address over (KIP-612), else 0. A
+    /// refused connection is taken back off the rate, as Kafka does, and the hold is at
+    /// most all the windows.
+    pub fn record_connection(&self, ip: std::net::IpAddr) -> i32 {
+        let Some(gov) = connection_rate(&self.cluster.image().client_quotas, &ip.to_canonical().to_string()) else {
+            return 0;
+        };
+        let s = self.settings();
+        let kind = ThrottleKind::ConnectionCreation;
+        let now = now_ms();
+        let mut rates = self.client_rates.0.lock();
+        rates.configure(window(&s));
+        let ms = rates.record(kind, &gov, 1.0, now);
+        if ms == 0 {
+            return 0;
+        }
+        rates.unrecord(kind, &gov, 1.0, now);
+        drop(rates);
+        let ms = ms.min(s.quota_window_num as i64 * s.quota_window_size_ms);
+        crate::stats::quota_throttled(kind.as_str(), ms as u64);
         ms as i32
     }
 

@@ -80,36 +80,50 @@ pub async fn serve(listeners: Vec<Listening>, broker: Arc<Broker>, limits: Conne
             // As Kafka's acceptor: at max.connections, take no connection until one closes.
             accepted = async { (quotas.wait_for_slot().await, accept_any(&listeners).await) } => match accepted {
                 (slot, (i, Ok((stream, peer)))) => match quotas.admit(slot, peer.ip()) {
-                    Ok(admitted) => {
-                        let broker = broker.clone();
-                        let shutdown = shutdown.clone();
-                        let session = listeners[i].session.clone();
-                        // Boxed: an idle plain connection's task holds only the pointer's room.
-                        let sasl = listeners[i].sasl.clone().map(|c| Box::new(SaslSession::new(c)));
-                        let open = crate::stats::Open::new(&open_gauges[i]);
-                        match listeners[i].tls.clone() {
-                            // No wrapper future around `connection`: a nested async fn keeps its
-                            // arguments beside the inner future, and idle plain connections are
-                            // counted in bytes.
-                            None => conns.spawn(async move {
-                                let _open = open;
-                                let r = match plain(stream) {
-                                    Ok((rd, wr, ip)) => connection(rd, wr, ip, session, broker, shutdown, admitted, sasl).await,
-                                    Err(e) => Err(e.into()),
-                                };
-                                if let Err(e) = r {
-                                    tracing::debug!(%peer, error = %e, "connection closed");
-                                }
-                            }),
-                            // Boxed: only TLS connections carry the TLS state in their task.
-                            Some(tls) => conns.spawn(async move {
-                                let _open = open;
-                                if let Err(e) = Box::pin(secured(stream, tls, session, broker, shutdown, admitted, sasl)).await {
-                                    tracing::debug!(%peer, error = %e, "connection closed");
-                                }
-                            }),
-                        };
-                    }
+                    Ok(admitted) => match broker.record_connection(peer.ip()) {
+                        0 => {
+                            let broker = broker.clone();
+                            let shutdown = shutdown.clone();
+                            let session = listeners[i].session.clone();
+                            // Boxed: an idle plain connection's task holds only the pointer's room.
+                            let sasl = listeners[i].sasl.clone().map(|c| Box::new(SaslSession::new(c)));
+                            let open = crate::stats::Open::new(&open_gauges[i]);
+                            match listeners[i].tls.clone() {
+                                // No wrapper future around `connection`: a nested async fn keeps its
+                                // arguments beside the inner future, and idle plain connections are
+                                // counted in bytes.
+                                None => conns.spawn(async move {
+                                    let _open = open;
+                                    let r = match plain(stream) {
+                                        Ok((rd, wr, ip)) => connection(rd, wr, ip, session, broker, shutdown, admitted, sasl).await,
+                                        Err(e) => Err(e.into()),
+                                    };
+                                    if let Err(e) = r {
+                                        tracing::debug!(%peer, error = %e, "connection closed");
+                                    }
+                                }),
+                                // Boxed: only TLS connections carry the TLS state in their task.
+                                Some(tls) => conns.spawn(async move {
+                                    let _open = open;
+                                    if let Err(e) = Box::pin(secured(stream, tls, session, broker, shutdown, admitted, sasl)).await {
+                                        tracing::debug!(%peer, error = %e, "connection closed");
+                                    }
+                                }),
+                            };
+                        }
+                        // Over the address's connection_creation_rate: as Kafka, the connection is
+                        // closed unserved once the throttle time has passed, so that the client
+                        // does not come straight back (KIP-612).
+                        hold => {
+                            tracing::debug!(%peer, hold_ms = hold, "connection over connection_creation_rate; closing it after the throttle");
+                            // Not counted as open meanwhile, as in Kafka.
+                            drop(admitted);
+                            conns.spawn(async move {
+                                tokio::time::sleep(Duration::from_millis(hold as u64)).await;
+                                drop(stream);
+                            });
+                        }
+                    },
                     Err(max) => {
                         tracing::info!(%peer, "rejected connection: the address already has the configured maximum of {max} connections (max.connections.per.ip)");
                         drop(stream);

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use super::entity::{EntityName, QuotaEntity};
+use super::entity::{EntityName, QuotaEntity, CONNECTION_CREATION_RATE};
 
 /// The quota that applies to a client, and the key of the rate it is measured by.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +47,20 @@ pub fn governing(quotas: &BTreeMap<QuotaEntity, BTreeMap<String, f64>>, user: &s
             (if u.is_some() { user.to_string() } else { String::new() }, if c.is_some() { client_id.to_string() } else { String::new() });
         let bound = *quotas.get(&QuotaEntity::of(u, c))?.get(key)?;
         Some(Governing { bound, tags })
+    })
+}
+
+/// The `connection_creation_rate` that governs connections from `ip`: its own, else the
+/// default address's (Kafka's `ConnectionQuotas.connectionRateForIp`). Each address has
+/// its own rate either way.
+pub fn connection_rate(quotas: &BTreeMap<QuotaEntity, BTreeMap<String, f64>>, ip: &str) -> Option<Governing> {
+    if quotas.is_empty() {
+        return None;
+    }
+    [EntityName::Named(ip.to_string()), EntityName::Default].into_iter().find_map(|name| {
+        let entity = QuotaEntity { ip: Some(name), ..Default::default() };
+        let bound = *quotas.get(&entity)?.get(CONNECTION_CREATION_RATE)?;
+        Some(Governing { bound, tags: (ip.to_string(), String::new()) })
     })
 }
 
@@ -85,6 +99,18 @@ mod tests {
         }
         // Another user on another client falls back to the defaults.
         assert_eq!(bound(&m, "bob", "other"), Some((4.0, "bob".into(), "other".into())));
+    }
+
+    #[test]
+    fn an_address_has_its_own_rate_or_the_default() {
+        let mut m: BTreeMap<QuotaEntity, BTreeMap<String, f64>> = BTreeMap::new();
+        assert_eq!(connection_rate(&m, "10.0.0.1"), None);
+        let ip = |n: EntityName| QuotaEntity { ip: Some(n), ..Default::default() };
+        m.entry(ip(EntityName::Default)).or_default().insert(CONNECTION_CREATION_RATE.into(), 10.0);
+        m.entry(ip(EntityName::Named("10.0.0.1".into()))).or_default().insert(CONNECTION_CREATION_RATE.into(), 2.0);
+        let bound = |a: &str| connection_rate(&m, a).map(|g| (g.bound, g.tags.0));
+        assert_eq!(bound("10.0.0.1"), Some((2.0, "10.0.0.1".into())));
+        assert_eq!(bound("10.0.0.2"), Some((10.0, "10.0.0.2".into())));
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub enum ThrottleKind {
     Produce,
     /// Fetch response bytes, against `consumer_byte_rate`.
     Fetch,
+    /// New connections from one address, against `connection_creation_rate`.
+    ConnectionCreation,
 }
 
 impl ThrottleKind {
@@ -23,6 +25,7 @@ impl ThrottleKind {
         match self {
             ThrottleKind::Produce => "Produce",
             ThrottleKind::Fetch => "Fetch",
+            ThrottleKind::ConnectionCreation => "ConnectionCreation",
         }
     }
 }
