@@ -10,7 +10,8 @@
 #   TOOL_TIMEOUT         seconds any one tool may run (default 60)
 #   KEEP_TMP=1           keep the temp dir (broker data + log + tool output) for inspection
 #
-# Then, against a SASL_SSL broker with ACLs (security.sh), kafka-configs SCRAM users and kafka-acls.
+# kafka-configs client quotas (clients, users, defaults) on the plain broker; then, against a
+# SASL_SSL broker with ACLs (security.sh), kafka-configs SCRAM users and kafka-acls.
 #
 # Prints PASS:/FAIL: lines and finally "cli: N passed, M failed"; exits 1 if anything failed.
 set -u
