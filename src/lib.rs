@@ -9,7 +9,7 @@
 //! | layer | modules | holds |
 //! |---|---|---|
 //! | 1 | `clock`, `error`, `config`, `stats`, `fault` | time as an input, the one error-to-code mapping, every key with Kafka's defaults and the typed `Settings`; the process's counters and histograms; the injected faults and their decisions |
-//! | 2 | `log`, `auth`, `transport` | segments, indexes, cleaner; byte formats (batches, records, control batches, producer state); the ACL index and Kafka's authorizer decision, the SCRAM credential, the SASL session and its mechanisms (pure state machines); TCP or TLS streams, TLS contexts, principals, dialing peers |
+//! | 2 | `log`, `auth`, `transport`, `quota` | segments, indexes, cleaner; byte formats (batches, records, control batches, producer state); the ACL index and Kafka's authorizer decision, the SCRAM credential, the SASL session and its mechanisms (pure state machines); TCP or TLS streams, TLS contexts, principals, dialing peers; client quota entities, their resolution and the windowed rates that throttle clients |
 //! | 3 | `metadata` | metadata records, the image, its published snapshots, name rules |
 //! | 4 | `partition`, `journal` | one partition's replica state and ISR bookkeeping, the replica manager, fetch watchers, the coordinators' interface; metadata records read back as cluster events |
 //! | 5 | `controller` | the Raft metadata quorum and the active controller |
@@ -41,6 +41,7 @@ pub mod metadata;
 pub mod metrics;
 pub mod net;
 pub mod partition;
+pub mod quota;
 pub mod replication;
 pub mod scenario;
 pub mod share;
@@ -55,7 +56,7 @@ mod testing;
 /// The top-level modules, bottom layer first; modules in one layer may not import each other.
 pub const LAYERS: &[&[&str]] = &[
     &["clock", "error", "config", "stats", "fault", "testing"],
-    &["log", "auth", "transport"],
+    &["log", "auth", "transport", "quota"],
     &["metadata"],
     &["partition", "journal"],
     &["controller"],

@@ -13,6 +13,8 @@
 # kafka-features describe/upgrade/downgrade (features.sh) and kafka-client-metrics (client_metrics.sh)
 # run against the same broker.
 # Then, against a SASL_SSL broker with ACLs (security.sh), kafka-configs SCRAM users and kafka-acls.
+# kafka-configs client quotas (clients, users, defaults) on the plain broker; then, against a
+# SASL_SSL broker with ACLs (security.sh), kafka-configs SCRAM users and kafka-acls.
 #
 # Prints PASS:/FAIL: lines and finally "cli: N passed, M failed"; exits 1 if anything failed.
 set -u
@@ -377,6 +379,49 @@ fi
 
 # ------------------------------------------------------------------ ClientMetricsCommand (client_metrics.sh)
 . "$here/client_metrics.sh"
+# ------------------------------------------------------------------ ConfigCommand: client quotas
+# Client quotas (AlterClientQuotas, DescribeClientQuotas): clients, users, both, defaults.
+if tool "$CONFIGS" --bootstrap-server "$bootstrap" --alter --entity-type clients --entity-name cli-quota-client \
+        --add-config 'producer_byte_rate=1048576,consumer_byte_rate=2097152' >"$out" 2>"$err" \
+    && grep -q "Completed updating config for client cli-quota-client." "$out" \
+    && tool "$CONFIGS" --bootstrap-server "$bootstrap" --describe --entity-type clients --entity-name cli-quota-client >"$out" 2>"$err" \
+    && grep "^Quota configs for client-id 'cli-quota-client' are " "$out" | grep -q "producer_byte_rate=1048576.0" \
+    && grep "^Quota configs for client-id 'cli-quota-client' are " "$out" | grep -q "consumer_byte_rate=2097152.0"; then
+    pass "ConfigCommand --alter --add-config producer_byte_rate,consumer_byte_rate --entity-type clients, then --describe"
+else
+    fail "ConfigCommand --alter --add-config producer_byte_rate,consumer_byte_rate --entity-type clients, then --describe" "$out" "$err"
+fi
+
+if tool "$CONFIGS" --bootstrap-server "$bootstrap" --alter --entity-type users --entity-name carol \
+        --add-config 'producer_byte_rate=4096' >"$out" 2>"$err" \
+    && tool "$CONFIGS" --bootstrap-server "$bootstrap" --alter --entity-type users --entity-default \
+        --entity-type clients --entity-default --add-config 'request_percentage=50' >"$out" 2>"$err" \
+    && tool "$CONFIGS" --bootstrap-server "$bootstrap" --describe --entity-type users >"$out" 2>"$err" \
+    && grep -q "^Quota configs for user-principal 'carol' are producer_byte_rate=4096.0" "$out" \
+    && tool "$CONFIGS" --bootstrap-server "$bootstrap" --describe --entity-type users --entity-default \
+        --entity-type clients --entity-default >"$out" 2>"$err" \
+    && grep -q "^Quota configs for the default user-principal, the default client-id are request_percentage=50.0" "$out"; then
+    pass "ConfigCommand quotas for --entity-type users, and for the default user with the default client-id, then --describe"
+else
+    fail "ConfigCommand quotas for --entity-type users, and for the default user with the default client-id, then --describe" "$out" "$err"
+fi
+
+if tool "$CONFIGS" --bootstrap-server "$bootstrap" --alter --entity-type users --entity-name carol \
+        --delete-config 'producer_byte_rate' >"$out" 2>"$err" \
+    && tool "$CONFIGS" --bootstrap-server "$bootstrap" --describe --entity-type users --entity-name carol >"$out" 2>"$err" \
+    && ! grep -q "producer_byte_rate" "$out"; then
+    pass "ConfigCommand --delete-config producer_byte_rate removes carol's quota"
+else
+    fail "ConfigCommand --delete-config producer_byte_rate removes carol's quota" "$out" "$err"
+fi
+
+if ! tool "$CONFIGS" --bootstrap-server "$bootstrap" --alter --entity-type ips --entity-name 10.0.0.1 \
+        --add-config 'producer_byte_rate=100' >"$out" 2>"$err" \
+    && grep -qi "producer_byte_rate" "$err"; then
+    pass "ConfigCommand refuses producer_byte_rate on an ip entity"
+else
+    fail "ConfigCommand refuses producer_byte_rate on an ip entity" "$out" "$err"
+fi
 
 # ------------------------------------------------------------------ broker still healthy
 if kill -0 "$pid" 2>/dev/null; then

@@ -20,6 +20,7 @@ use crate::auth::Operation;
 use crate::error::Error;
 use crate::log::FileSlice;
 use crate::partition::fetch_session::{self as session, Answered, FetchParams, PartitionKey, Plan};
+use crate::quota::ThrottleKind;
 
 const READ_COMMITTED: i8 = 1;
 
@@ -423,13 +424,13 @@ impl Enc {
 }
 
 /// Encodes a whole response frame (length prefix and header included).
-fn encode_frame(version: i16, correlation_id: i32, result: Result<Answer, i16>) -> Vec<Chunk> {
+fn encode_frame(version: i16, correlation_id: i32, result: Result<Answer, i16>, throttle_ms: i32) -> Vec<Chunk> {
     let flexible = version >= 12;
     let mut e = Enc { flexible, buf: BytesMut::with_capacity(256), chunks: Vec::new() };
     e.buf.put_i32(0); // length, patched below
     e.buf.put_i32(correlation_id);
     e.tags(); // response header v1 for flexible versions
-    e.buf.put_i32(0); // throttle_time_ms
+    e.buf.put_i32(throttle_ms);
     let (error, answer) = match result {
         Ok(a) => (0, a),
         Err(code) => (code, Answer { session_id: session::INVALID_SESSION_ID, topics: vec![] }),
@@ -492,10 +493,39 @@ fn encode_frame(version: i16, correlation_id: i32, result: Result<Answer, i16>) 
 }
 
 /// Serves a Fetch, returning the frame as bytes and file ranges.
-pub async fn handle_frame(ctx: &Ctx<'_>, req: FetchRequest, correlation_id: i32) -> Vec<Chunk> {
+pub async fn handle_frame(ctx: &Ctx<'_>, mut req: FetchRequest, correlation_id: i32) -> Vec<Chunk> {
+    // A consumer's (not a follower's) fetch counts against its consumer_byte_rate quota.
+    let quota = if replica_of(ctx.version, &req) < 0 { ctx.quota(ThrottleKind::Fetch) } else { None };
+    if let Some(gov) = &quota {
+        // As Kafka (`getMaxValueInQuotaWindow`): no response bigger than the quota allows
+        // over all windows but the current one, else it could never fit and would be
+        // answered empty for ever.
+        let s = ctx.broker.settings();
+        let window_bytes = gov.bound * (s.quota_window_num.saturating_sub(1).max(1) as f64) * (s.quota_window_size_ms as f64 / 1000.0);
+        req.max_bytes = req.max_bytes.min(window_bytes.clamp(1.0, i32::MAX as f64) as i32);
+    }
     let result = collect(ctx, &req).await;
+    let Some(gov) = quota else {
+        count(&result);
+        return encode_frame(ctx.version, correlation_id, result, 0);
+    };
+    let result = match result {
+        Ok(answer) => {
+            // The record bytes: what the response's size is, to within its headers.
+            let size: usize = answer.topics.iter().flat_map(|t| &t.parts).map(|p| p.slice.as_ref().map_or(0, |s| s.len)).sum();
+            if ctx.record_quota(ThrottleKind::Fetch, &gov, size) == 0 {
+                Ok(answer)
+            } else {
+                // Over the quota: Kafka answers at once without records (taking their bytes
+                // back off the rate), and the client waits out the throttle before fetching.
+                ctx.broker.unrecord_quota(ThrottleKind::Fetch, &gov, size);
+                Ok(Answer { session_id: answer.session_id, topics: Vec::new() })
+            }
+        }
+        Err(code) => Err(code),
+    };
     count(&result);
-    encode_frame(ctx.version, correlation_id, result)
+    encode_frame(ctx.version, correlation_id, result, ctx.throttle_ms())
 }
 
 /// Counts what a fetch answers: its error codes, and the record bytes sent to a consumer.
@@ -566,7 +596,7 @@ mod tests {
         for v in 4..=18 {
             // Before v7 there is no session id on the wire.
             let session_id = if v >= 7 { 0x5e55 } else { 0 };
-            let ours = flatten(encode_frame(v, 77, Ok(Answer { session_id, topics: sample(dir.path()) })));
+            let ours = flatten(encode_frame(v, 77, Ok(Answer { session_id, topics: sample(dir.path()) }), 0));
             let mut topics = sample(dir.path());
             if v >= 13 {
                 topics[0].name = Default::default();

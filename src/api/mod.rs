@@ -133,6 +133,8 @@ pub struct Ctx<'a> {
     pub token_authenticated: bool,
     /// The client software's name and version (KIP-511), once it said.
     pub client_software: Option<(Arc<str>, Arc<str>)>,
+    /// How long the client is to be throttled for this request (client quotas), in ms.
+    throttle_ms: std::sync::atomic::AtomicI32,
 }
 
 impl<'a> Ctx<'a> {
@@ -156,7 +158,48 @@ impl<'a> Ctx<'a> {
             security_protocol: session.security_protocol,
             token_authenticated: session.token_authenticated,
             client_software: session.client_software.clone(),
+            throttle_ms: std::sync::atomic::AtomicI32::new(0),
         }
+    }
+
+    /// Throttles the client for at least `ms` after this request (KIP-219).
+    pub fn throttle(&self, ms: i32) {
+        self.throttle_ms.fetch_max(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The throttle time this request earned so far, in ms.
+    pub fn throttle_ms(&self) -> i32 {
+        self.throttle_ms.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The answer to this request: `frame`, and the throttle the handler decided on.
+    fn reply(&self, api: ApiKey, frame: Option<Vec<Chunk>>) -> Reply {
+        let throttle_ms = self.throttle_ms();
+        // Clients before KIP-219 (Produce v6, Fetch v8) do not wait by themselves: Kafka
+        // holds their response for the throttle time instead.
+        let kip219 = match api {
+            ApiKey::Produce => self.version >= 6,
+            ApiKey::Fetch => self.version >= 8,
+            _ => true,
+        };
+        Reply { frame, throttle_ms, delay_response: throttle_ms > 0 && !kip219 }
+    }
+}
+
+/// A request's answer as the connection sends it.
+pub struct Reply {
+    /// The response frame; None when the request wants no answer (acks=0).
+    pub frame: Option<Vec<Chunk>>,
+    /// How long the connection reads no further request (the client's quota throttle).
+    pub throttle_ms: i32,
+    /// The response itself waits out the throttle (clients that predate KIP-219).
+    pub delay_response: bool,
+}
+
+impl Reply {
+    /// An answer with no throttle.
+    pub fn now(frame: Option<Vec<Chunk>>) -> Reply {
+        Reply { frame, throttle_ms: 0, delay_response: false }
     }
 }
 
@@ -247,6 +290,7 @@ apis! {
     DescribeUserScramCredentials: DescribeUserScramCredentialsRequest => scram::describe [0, 0] always;
     AlterUserScramCredentials: AlterUserScramCredentialsRequest => scram::alter [0, 0] always;
     DescribeClientQuotas: DescribeClientQuotasRequest => quotas::describe [0, 1] always;
+    AlterClientQuotas: AlterClientQuotasRequest => quotas::alter [0, 1] always;
     CreateDelegationToken: CreateDelegationTokenRequest => tokens::create [1, 3] always;
     RenewDelegationToken: RenewDelegationTokenRequest => tokens::renew [1, 2] always;
     ExpireDelegationToken: ExpireDelegationTokenRequest => tokens::expire [1, 2] always;
@@ -313,28 +357,26 @@ pub fn parse_frame(mut frame: Bytes) -> Result<Result<Parsed, BytesMut>, ConnErr
 }
 
 /// Handles one request frame (without its length prefix). Returns the response frame
-/// (with its length prefix), or None when the request wants no answer (acks=0).
-pub async fn handle(
-    broker: &Arc<Broker>,
-    session: &Session,
-    peer: std::net::IpAddr,
-    frame: Bytes,
-) -> Result<Option<Vec<Chunk>>, ConnError> {
+/// (with its length prefix; none when the request wants no answer, acks=0) and the
+/// client's quota throttle.
+pub async fn handle(broker: &Arc<Broker>, session: &Session, peer: std::net::IpAddr, frame: Bytes) -> Result<Reply, ConnError> {
     let mut req = match parse_frame(frame)? {
         Ok(p) => p,
-        Err(ready) => return Ok(Some(vec![Chunk::Bytes(ready.freeze())])),
+        Err(ready) => return Ok(Reply::now(Some(vec![Chunk::Bytes(ready.freeze())]))),
     };
     let ctx = Ctx::new(broker, session, req.version, std::mem::take(&mut req.client_id), peer);
     if req.api == ApiKey::Fetch {
         // Fetch has its own encoder so records go from file to socket untouched.
         let fetch =
             FetchRequest::decode(&mut req.body, req.version).map_err(|e| ConnError::Malformed(format!("Fetch v{}: {e}", req.version)))?;
-        return Ok(Some(fetch::handle_frame(&ctx, fetch, req.correlation_id).await));
+        let frame = fetch::handle_frame(&ctx, fetch, req.correlation_id).await;
+        return Ok(ctx.reply(ApiKey::Fetch, Some(frame)));
     }
-    let Some((body, resp_header_version)) = dispatch(&ctx, req.api, &mut req.body).await? else {
-        return Ok(None);
+    let frame = match dispatch(&ctx, req.api, &mut req.body).await? {
+        Some((body, resp_header_version)) => framed(req.correlation_id, resp_header_version, &body)?,
+        None => None,
     };
-    framed(req.correlation_id, resp_header_version, &body)
+    Ok(ctx.reply(req.api, frame))
 }
 
 /// A response frame: length prefix, response header, body.
@@ -368,6 +410,8 @@ impl ProduceTargets {
 pub struct DecodedProduce {
     parsed: Parsed,
     req: ProduceRequest,
+    /// The frame's size, which a producer's byte-rate quota counts (as Kafka counts it).
+    size: usize,
 }
 
 /// A Produce frame decoded, with the partitions it writes; None for any other frame, or
@@ -387,7 +431,7 @@ pub fn decode_produce(frame: &Bytes) -> Option<(ProduceTargets, DecodedProduce)>
             t.partition_data.iter().map(move |pd| (topic.clone(), pd.index))
         })
         .collect();
-    Some((ProduceTargets { by_id, partitions }, DecodedProduce { parsed, req }))
+    Some((ProduceTargets { by_id, partitions }, DecodedProduce { parsed, req, size: frame.len() }))
 }
 
 /// [`handle`] for a Produce request already decoded.
@@ -396,16 +440,23 @@ pub async fn handle_produce(
     session: &Session,
     peer: std::net::IpAddr,
     d: DecodedProduce,
-) -> Result<Option<Vec<Chunk>>, ConnError> {
-    let DecodedProduce { parsed, req } = d;
+) -> Result<Reply, ConnError> {
+    let DecodedProduce { parsed, req, size } = d;
     let version = parsed.version;
     let ctx = Ctx::new(broker, session, version, parsed.client_id, peer);
-    let Some(resp) = produce::handle(&ctx, req).await else {
-        return Ok(None);
+    let resp = produce::handle(&ctx, req).await;
+    // Kafka records a produce against the quota once it is appended, acks=0 included.
+    if let Some(gov) = ctx.quota(crate::quota::ThrottleKind::Produce) {
+        ctx.record_quota(crate::quota::ThrottleKind::Produce, &gov, size);
+    }
+    let Some(mut resp) = resp else {
+        return Ok(ctx.reply(ApiKey::Produce, None));
     };
+    resp.throttle_time_ms = ctx.throttle_ms();
     let mut body = BytesMut::new();
     resp.encode(&mut body, version).map_err(|e| ConnError::Encode(format!("Produce v{version}: {e}")))?;
-    framed(parsed.correlation_id, ApiKey::Produce.response_header_version(version), &body)
+    let frame = framed(parsed.correlation_id, ApiKey::Produce.response_header_version(version), &body)?;
+    Ok(ctx.reply(ApiKey::Produce, frame))
 }
 
 /// Decodes a whole frame the way [`handle`] would, without acting on it.

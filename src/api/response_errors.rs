@@ -129,3 +129,8 @@ per_state_partition!(
     DeleteShareGroupStateResponse,
     ReadShareGroupStateSummaryResponse
 );
+impl ErrorCodes for AlterClientQuotasResponse {
+    fn each_error(&self, f: &mut dyn FnMut(i16)) {
+        self.entries.iter().for_each(|e| f(e.error_code));
+    }
+}

@@ -4,6 +4,7 @@ mod acls;
 mod client_metrics;
 mod configs;
 mod group_configs;
+mod quotas;
 mod reconcile;
 mod share;
 mod tokens;
@@ -75,6 +76,8 @@ pub struct Broker {
     pub telemetry: crate::telemetry::Manager,
     /// The group configs last handed to the coordinators.
     applied_group_configs: Mutex<std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>>,
+    /// The measured byte rates of clients under a quota.
+    client_rates: quotas::ClientRates,
 }
 
 /// Marker file written by a clean shutdown: its absence means the logs need recovery.
@@ -135,6 +138,7 @@ impl Broker {
             cluster_id,
             cluster,
             config: RwLock::new(config),
+            client_rates: quotas::ClientRates::new(&s),
             settings: arc_swap::ArcSwap::from_pointee(s),
             replicas: ReplicaManager::default(),
             reconciling: Mutex::new(()),

@@ -301,6 +301,8 @@ pub static KEYS: &[KeyDef] = &[
         false,
         "Per-address limits over max.connections.per.ip: host:count,host:count (e.g. 127.0.0.1:200)."
     ),
+    key!("quota.window.num", Some("11"), Int, broker, false, "Samples a client quota's rate is measured over."),
+    key!("quota.window.size.seconds", Some("1"), Int, broker, false, "Length of one client quota sample, in seconds."),
     key!(
         "authorizer.class.name",
         Some(""),
@@ -482,6 +484,11 @@ pub fn validate(def: &KeyDef, value: &str) -> Result<(), String> {
         }
         "max.connections.per.ip.overrides" => {
             parse_ip_overrides(value)?;
+        }
+        "quota.window.num" | "quota.window.size.seconds" => {
+            if value.trim().parse::<i32>().map_or(true, |n| n < 1) {
+                return Err(format!("{}: must be at least 1", bad()));
+            }
         }
         "min.insync.replicas" | "num.partitions" | "max.message.bytes" | "message.max.bytes" => {
             if value.trim().parse::<i64>().unwrap_or(0) < if def.name.starts_with("m") { 0 } else { 1 } {

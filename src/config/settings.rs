@@ -47,6 +47,10 @@ pub struct Settings {
     pub socket_request_max_bytes: usize,
     /// `telemetry.max.bytes`: the largest PushTelemetry payload, before and after decompression.
     pub telemetry_max_bytes: usize,
+    /// `quota.window.num`: samples a client quota's rate is measured over.
+    pub quota_window_num: usize,
+    /// `quota.window.size.seconds`, in ms.
+    pub quota_window_size_ms: i64,
     /// The most partitions one DescribeTopicPartitions answer holds (KIP-966).
     pub max_request_partition_size_limit: i32,
     pub broker_session_timeout_ms: i64,
@@ -162,6 +166,8 @@ impl Settings {
             delete_topic_enable: boolean("delete.topic.enable")?,
             socket_request_max_bytes: int("socket.request.max.bytes")?.clamp(0, i32::MAX as i64) as usize,
             telemetry_max_bytes: positive_i32("telemetry.max.bytes")? as usize,
+            quota_window_num: positive_i32("quota.window.num")? as usize,
+            quota_window_size_ms: positive_i32("quota.window.size.seconds")? as i64 * 1000,
             max_request_partition_size_limit: positive_i32("max.request.partition.size.limit")?,
             broker_session_timeout_ms: int("broker.session.timeout.ms")?,
             metadata_max_idle_interval_ms: int("metadata.max.idle.interval.ms")?.max(0),

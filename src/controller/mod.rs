@@ -11,6 +11,7 @@ pub mod election;
 mod features;
 pub mod net;
 pub mod quorum;
+mod quotas;
 pub mod raft_store;
 pub mod rpc;
 pub mod sasl;
@@ -152,6 +153,7 @@ impl Controller {
             Request::CreateAcls { acls } => self.create_acls(acls).await,
             Request::DeleteAcls { filters } => self.delete_acls(filters).await,
             Request::AlterScram { deletions, upsertions } => self.alter_scram(deletions, upsertions).await,
+            Request::AlterClientQuotas { alterations, validate_only } => self.alter_client_quotas(alterations, validate_only).await,
             Request::CreateToken { requester, owner, renewers, max_lifetime_ms } => {
                 self.create_token(requester, owner, renewers, max_lifetime_ms).await
             }

@@ -109,6 +109,11 @@ pub enum Request {
         deletions: Vec<(String, i8)>,
         upsertions: Vec<ScramUpsertion>,
     },
+    /// AlterClientQuotas: one result per alteration, in order (`Response::Each`).
+    AlterClientQuotas {
+        alterations: Vec<QuotaAlteration>,
+        validate_only: bool,
+    },
     /// CreateDelegationToken, checked by the broker; `owner` None: the requester's own.
     CreateToken {
         requester: Principal,
@@ -160,6 +165,14 @@ impl std::fmt::Debug for ScramUpsertion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "ScramUpsertion({}, mechanism {}, {} iterations)", self.name, self.mechanism, self.iterations)
     }
+}
+
+/// One AlterClientQuotas entry as the client sent it: the entity's (type, name) parts
+/// (None: the default) and the keys to set (`Some`) or remove (`None`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct QuotaAlteration {
+    pub entity: Vec<(String, Option<String>)>,
+    pub ops: Vec<(String, Option<f64>)>,
 }
 
 /// A token's HMAC as a request names it: it logs a token in, so it stays out of logs.

@@ -271,7 +271,8 @@ pub fn record_events(before: &Image, offset: u64, batch: &RecordBatch, i: usize)
         | Record::RemoveUserScramCredential { .. }
         | Record::DelegationToken { .. }
         | Record::RemoveDelegationToken { .. }
-        | Record::FeatureLevel { .. } => Vec::new(),
+        | Record::FeatureLevel { .. }
+        | Record::ClientQuota { .. } => Vec::new(),
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::records::{DelegationToken, Endpoint, PartitionState, Record, RecordBatch, ScramCredential, ScramMechanism};
+use super::records::{DelegationToken, Endpoint, PartitionState, QuotaEntity, Record, RecordBatch, ScramCredential, ScramMechanism};
 use crate::auth::Acls;
 
 /// A registered broker.
@@ -86,6 +86,9 @@ pub struct Image {
     /// The offset of the last feature record applied: ApiVersions' finalized features epoch.
     #[serde(default)]
     pub features_epoch: u64,
+    /// Client quotas by entity, then key (Kafka's `ClientQuotasImage`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", with = "crate::quota::entity::as_pairs")]
+    pub client_quotas: BTreeMap<QuotaEntity, BTreeMap<String, f64>>,
     /// When the last applied batch that carries a time was proposed (epoch ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_ms: Option<i64>,
@@ -210,6 +213,16 @@ impl Image {
                 }
                 self.features_epoch = offset;
             }
+            Record::ClientQuota { entity, key, value } => {
+                let values = self.client_quotas.entry(entity.clone()).or_default();
+                match value {
+                    Some(v) => values.insert(key.clone(), *v),
+                    None => values.remove(key),
+                };
+                if values.is_empty() {
+                    self.client_quotas.remove(entity);
+                }
+            }
         }
     }
 
@@ -278,7 +291,7 @@ mod tests {
         let mut out = vec![RecordBatch::new(vec![Record::ClusterId { id: format!("c{seed}") }])];
         for i in 0..len {
             let broker = rng.below(5) as i32;
-            let rec = match rng.below(12) {
+            let rec = match rng.below(13) {
                 0 => Record::RegisterBroker {
                     id: broker,
                     incarnation: Uuid::from_u64_pair(seed, i as u64),
@@ -362,6 +375,17 @@ mod tests {
                     name: ["group.version", "metadata.version"][rng.below(2) as usize].into(),
                     level: rng.below(3) as i16,
                 },
+                12 => {
+                    use crate::quota::EntityName;
+                    let name = |n: u64| if n == 0 { EntityName::Default } else { EntityName::Named(format!("n{n}")) };
+                    let user = (rng.below(2) == 0).then(|| name(rng.below(3)));
+                    let client_id = (user.is_none() || rng.below(2) == 0).then(|| name(rng.below(3)));
+                    Record::ClientQuota {
+                        entity: QuotaEntity::of(user, client_id),
+                        key: ["producer_byte_rate", "consumer_byte_rate"][rng.below(2) as usize].into(),
+                        value: (rng.below(3) > 0).then(|| (1 + rng.below(1000)) as f64),
+                    }
+                }
                 _ => Record::UnfenceBroker { id: broker, epoch: i as u64 },
             };
             out.push(RecordBatch::new(vec![rec]));

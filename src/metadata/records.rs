@@ -27,6 +27,7 @@
 //! | `DelegationToken` | a token created or given a new expiry (Kafka's `DelegationTokenRecord`; no HMAC) |
 //! | `RemoveDelegationToken` | the token is gone (expired, or expired on request)        |
 //! | `FeatureLevel`    | a feature's finalized level (Kafka's `FeatureLevelRecord`); 0 removes it |
+//! | `ClientQuota`     | a client quota key set (`value`) or removed (`None`) on an entity (Kafka's `QuotaRecord`) |
 
 use std::collections::BTreeMap;
 
@@ -38,6 +39,8 @@ pub use crate::auth::credential::{ScramCredential, ScramMechanism};
 /// The token type records carry, from `auth` like the SCRAM types.
 pub use crate::auth::token::DelegationToken;
 use crate::auth::AclBinding;
+/// The entity a quota record names, from `quota` like the SCRAM types from `auth`.
+pub use crate::quota::QuotaEntity;
 
 /// The version written by this build.
 pub const BATCH_VERSION: u32 = 1;
@@ -218,6 +221,11 @@ pub enum Record {
     FeatureLevel {
         name: String,
         level: i16,
+    },
+    ClientQuota {
+        entity: QuotaEntity,
+        key: String,
+        value: Option<f64>,
     },
 }
 

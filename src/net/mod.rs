@@ -80,36 +80,50 @@ pub async fn serve(listeners: Vec<Listening>, broker: Arc<Broker>, limits: Conne
             // As Kafka's acceptor: at max.connections, take no connection until one closes.
             accepted = async { (quotas.wait_for_slot().await, accept_any(&listeners).await) } => match accepted {
                 (slot, (i, Ok((stream, peer)))) => match quotas.admit(slot, peer.ip()) {
-                    Ok(admitted) => {
-                        let broker = broker.clone();
-                        let shutdown = shutdown.clone();
-                        let session = listeners[i].session.clone();
-                        // Boxed: an idle plain connection's task holds only the pointer's room.
-                        let sasl = listeners[i].sasl.clone().map(|c| Box::new(SaslSession::new(c)));
-                        let open = crate::stats::Open::new(&open_gauges[i]);
-                        match listeners[i].tls.clone() {
-                            // No wrapper future around `connection`: a nested async fn keeps its
-                            // arguments beside the inner future, and idle plain connections are
-                            // counted in bytes.
-                            None => conns.spawn(async move {
-                                let _open = open;
-                                let r = match plain(stream) {
-                                    Ok((rd, wr, ip)) => connection(rd, wr, ip, session, broker, shutdown, admitted, sasl).await,
-                                    Err(e) => Err(e.into()),
-                                };
-                                if let Err(e) = r {
-                                    tracing::debug!(%peer, error = %e, "connection closed");
-                                }
-                            }),
-                            // Boxed: only TLS connections carry the TLS state in their task.
-                            Some(tls) => conns.spawn(async move {
-                                let _open = open;
-                                if let Err(e) = Box::pin(secured(stream, tls, session, broker, shutdown, admitted, sasl)).await {
-                                    tracing::debug!(%peer, error = %e, "connection closed");
-                                }
-                            }),
-                        };
-                    }
+                    Ok(admitted) => match broker.record_connection(peer.ip()) {
+                        0 => {
+                            let broker = broker.clone();
+                            let shutdown = shutdown.clone();
+                            let session = listeners[i].session.clone();
+                            // Boxed: an idle plain connection's task holds only the pointer's room.
+                            let sasl = listeners[i].sasl.clone().map(|c| Box::new(SaslSession::new(c)));
+                            let open = crate::stats::Open::new(&open_gauges[i]);
+                            match listeners[i].tls.clone() {
+                                // No wrapper future around `connection`: a nested async fn keeps its
+                                // arguments beside the inner future, and idle plain connections are
+                                // counted in bytes.
+                                None => conns.spawn(async move {
+                                    let _open = open;
+                                    let r = match plain(stream) {
+                                        Ok((rd, wr, ip)) => connection(rd, wr, ip, session, broker, shutdown, admitted, sasl).await,
+                                        Err(e) => Err(e.into()),
+                                    };
+                                    if let Err(e) = r {
+                                        tracing::debug!(%peer, error = %e, "connection closed");
+                                    }
+                                }),
+                                // Boxed: only TLS connections carry the TLS state in their task.
+                                Some(tls) => conns.spawn(async move {
+                                    let _open = open;
+                                    if let Err(e) = Box::pin(secured(stream, tls, session, broker, shutdown, admitted, sasl)).await {
+                                        tracing::debug!(%peer, error = %e, "connection closed");
+                                    }
+                                }),
+                            };
+                        }
+                        // Over the address's connection_creation_rate: as Kafka, the connection is
+                        // closed unserved once the throttle time has passed, so that the client
+                        // does not come straight back (KIP-612).
+                        hold => {
+                            tracing::debug!(%peer, hold_ms = hold, "connection over connection_creation_rate; closing it after the throttle");
+                            // Not counted as open meanwhile, as in Kafka.
+                            drop(admitted);
+                            conns.spawn(async move {
+                                tokio::time::sleep(Duration::from_millis(hold as u64)).await;
+                                drop(stream);
+                            });
+                        }
+                    },
                     Err(max) => {
                         tracing::info!(%peer, "rejected connection: the address already has the configured maximum of {max} connections (max.connections.per.ip)");
                         drop(stream);
@@ -147,7 +161,7 @@ pub async fn serve(listeners: Vec<Listening>, broker: Arc<Broker>, limits: Conne
 /// At most this many Produce requests of one connection run side by side.
 const MAX_SIDE_BY_SIDE: usize = 5;
 
-type Answer = Result<Option<Vec<api::Chunk>>, api::ConnError>;
+type Answer = Result<api::Reply, api::ConnError>;
 
 /// A Produce request running: the partitions it writes, when its frame was read, its task.
 type InFlight = (api::ProduceTargets, Instant, JoinHandle<Answer>);
@@ -234,6 +248,8 @@ async fn connection<R: Source, W: Sink>(
     let mut frames = FrameReader::new(rd, max_frame);
     // Produce requests in flight, oldest first, with the partitions they write.
     let mut inflight: VecDeque<InFlight> = VecDeque::new();
+    // Until when the client is throttled: no request is read from it (KIP-219's muting).
+    let mut muted = Muted::default();
     loop {
         if let Some(s) = &sasl {
             frames.set_max_frame(s.max_frame(max_frame));
@@ -247,14 +263,14 @@ async fn connection<R: Source, W: Sink>(
                 }
             } => {
                 let started = inflight.pop_front().map(|(_, t, _)| t);
-                let sent = send_answer(&mut wr, joined(done)).await?;
+                let sent = send_answer(&mut wr, joined(done), &mut muted).await?;
                 answered(PRODUCE_KEY, started.unwrap_or_else(Instant::now));
                 if !sent {
                     return Ok(());
                 }
                 continue;
             }
-            f = frames.next() => match f? {
+            f = muted.then(frames.next()) => match f? {
                 Some(f) => f,
                 None => break,
             },
@@ -263,7 +279,7 @@ async fn connection<R: Source, W: Sink>(
         let started = Instant::now();
         if let Some(s) = sasl.as_mut() {
             // Boxed, as the handlers are: the login's state is no part of an idle connection.
-            match Box::pin(sasl_turn(s, &frame, &broker, &mut session, &mut inflight, &mut wr, peer)).await? {
+            match Box::pin(sasl_turn(s, &frame, &broker, &mut session, &mut inflight, &mut wr, peer, &mut muted)).await? {
                 Turn::Pass => {}
                 Turn::Answered => continue,
                 Turn::Close => return Ok(()),
@@ -277,14 +293,14 @@ async fn connection<R: Source, W: Sink>(
         match faults::consult(&frame, key).await {
             faults::Verdict::Serve => {}
             faults::Verdict::Close => {
-                drain(&mut inflight, &mut wr).await?;
+                drain(&mut inflight, &mut wr, &mut muted).await?;
                 return Ok(());
             }
             faults::Verdict::Answer(a) => {
-                if !drain(&mut inflight, &mut wr).await? {
+                if !drain(&mut inflight, &mut wr, &mut muted).await? {
                     return Ok(());
                 }
-                let sent = send_answer(&mut wr, Ok(a)).await?;
+                let sent = send_answer(&mut wr, Ok(api::Reply::now(a)), &mut muted).await?;
                 answered(key, started);
                 if !sent {
                     return Ok(());
@@ -298,7 +314,7 @@ async fn connection<R: Source, W: Sink>(
         // into the page cache on several cores. Per partition, order is kept.
         let produce = api::decode_produce(&frame);
         if !may_start_now(inflight.iter().map(|(busy, _, _)| busy), produce.as_ref().map(|(t, _)| t)) {
-            if !drain(&mut inflight, &mut wr).await? {
+            if !drain(&mut inflight, &mut wr, &mut muted).await? {
                 return Ok(());
             }
         }
@@ -316,7 +332,7 @@ async fn connection<R: Source, W: Sink>(
                 if faults::cut_meanwhile(from_peer) {
                     return Ok(());
                 }
-                let sent = send_answer(&mut wr, answer).await?;
+                let sent = send_answer(&mut wr, answer, &mut muted).await?;
                 answered(key, started);
                 if !sent {
                     return Ok(());
@@ -325,14 +341,37 @@ async fn connection<R: Source, W: Sink>(
         }
     }
     // The client is gone or the broker stops: what was started is still answered.
-    drain(&mut inflight, &mut wr).await?;
+    drain(&mut inflight, &mut wr, &mut muted).await?;
     Ok(())
 }
 
+/// Until when a connection reads no request: a client over its quota is muted for the
+/// throttle time once its response is out (KIP-219), as Kafka mutes its channel.
+#[derive(Default, Clone, Copy)]
+struct Muted(Option<tokio::time::Instant>);
+
+impl Muted {
+    /// Extends the mute to `ms` from now.
+    fn extend(&mut self, ms: i32) {
+        if ms > 0 {
+            let until = tokio::time::Instant::now() + Duration::from_millis(ms as u64);
+            self.0 = Some(self.0.map_or(until, |t| t.max(until)));
+        }
+    }
+
+    /// `read`, once the mute is over. Cancel-safe if `read` is: the wait holds no data.
+    async fn then<T>(self, read: impl Future<Output = T>) -> T {
+        if let Some(t) = self.0 {
+            tokio::time::sleep_until(t).await;
+        }
+        read.await
+    }
+}
+
 /// Answers every Produce request in flight, in order; false when the connection is to close.
-async fn drain<W: Sink>(inflight: &mut VecDeque<InFlight>, wr: &mut W) -> anyhow::Result<bool> {
+async fn drain<W: Sink>(inflight: &mut VecDeque<InFlight>, wr: &mut W, muted: &mut Muted) -> anyhow::Result<bool> {
     while let Some((_, started, task)) = inflight.pop_front() {
-        let sent = send_answer(wr, joined(task.await)).await?;
+        let sent = send_answer(wr, joined(task.await), muted).await?;
         answered(PRODUCE_KEY, started);
         if !sent {
             return Ok(false);
@@ -361,6 +400,7 @@ async fn sasl_turn<W: Sink>(
     inflight: &mut VecDeque<InFlight>,
     wr: &mut W,
     peer: IpAddr,
+    muted: &mut Muted,
 ) -> anyhow::Result<Turn> {
     let (reply, close) = match sasl_gate(sasl, frame, broker) {
         Outcome::Pass => return Ok(Turn::Pass),
@@ -376,7 +416,7 @@ async fn sasl_turn<W: Sink>(
             (reply, true)
         }
     };
-    if !drain(inflight, wr).await? {
+    if !drain(inflight, wr, muted).await? {
         return Ok(Turn::Close);
     }
     if let Some(r) = reply {
@@ -455,8 +495,21 @@ async fn copy_file<W: AsyncWrite + Unpin>(wr: &mut W, slice: &crate::log::FileSl
     Ok(())
 }
 
-/// Writes an answer; false when the connection is to be closed.
-async fn send_answer<W: Sink>(wr: &mut W, answer: Answer) -> anyhow::Result<bool> {
+/// Writes an answer and mutes the connection for its throttle; false when the connection
+/// is to be closed.
+async fn send_answer<W: Sink>(wr: &mut W, answer: Answer, muted: &mut Muted) -> anyhow::Result<bool> {
+    let answer = match answer {
+        Ok(reply) if reply.delay_response => {
+            // A client that predates KIP-219 gets its response once the throttle is over.
+            tokio::time::sleep(Duration::from_millis(reply.throttle_ms as u64)).await;
+            Ok(reply.frame)
+        }
+        Ok(reply) => {
+            muted.extend(reply.throttle_ms);
+            Ok(reply.frame)
+        }
+        Err(e) => Err(e),
+    };
     match answer {
         Ok(Some(chunks)) => {
             for c in chunks {

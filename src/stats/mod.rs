@@ -65,6 +65,14 @@ struct Stats {
     elections: Family<KindLabel, Counter>,
     election_time: Histogram,
     controller_changes: Counter,
+    throttles: Family<QuotaLabel, Counter>,
+    throttle_ms: Family<QuotaLabel, Counter>,
+}
+
+/// A client quota's type, as Kafka's quota metrics name it (`Produce`, `Fetch`).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QuotaLabel {
+    quota: String,
 }
 
 /// A histogram of request times (the per-API family's constructor).
@@ -88,6 +96,8 @@ static STATS: LazyLock<Stats> = LazyLock::new(|| {
         elections: Family::default(),
         election_time: Histogram::new(ELECTION_BUCKETS),
         controller_changes: Counter::default(),
+        throttles: Family::default(),
+        throttle_ms: Family::default(),
     };
     // prometheus-client adds `_total` to counters' sample names and a full stop to helps.
     r.register(
@@ -152,6 +162,16 @@ static STATS: LazyLock<Stats> = LazyLock::new(|| {
         "sluice_controller_changes",
         "Times this node saw a new metadata quorum leader (kafka.controller:type=KafkaController,name=NewActiveControllersCount)",
         s.controller_changes.clone(),
+    );
+    r.register(
+        "sluice_quota_throttles",
+        "Requests whose client went over its quota and was throttled, by quota type (kafka.server:type=Produce|Fetch,name=throttle-time)",
+        s.throttles.clone(),
+    );
+    r.register(
+        "sluice_quota_throttle_ms",
+        "Throttle time given to clients over their quota, in ms, by quota type (kafka.server:type=Produce|Fetch,name=throttle-time)",
+        s.throttle_ms.clone(),
     );
     Stats { registry: r, ..s }
 });
@@ -307,6 +327,13 @@ pub fn leader_elected(kind: &str, took: Duration) {
 /// This node saw the metadata quorum's leader change.
 pub fn controller_changed() {
     STATS.controller_changes.inc();
+}
+
+/// A client over its `quota` (Produce, Fetch) was throttled for `ms`.
+pub fn quota_throttled(quota: &str, ms: u64) {
+    let label = QuotaLabel { quota: quota.to_string() };
+    STATS.throttles.get_or_create(&label).inc();
+    STATS.throttle_ms.get_or_create(&label).inc_by(ms);
 }
 
 #[cfg(test)]

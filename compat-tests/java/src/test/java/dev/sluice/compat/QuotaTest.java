@@ -1,0 +1,237 @@
+package dev.sluice.compat;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.InvalidRequestException;
+import org.apache.kafka.common.quota.ClientQuotaAlteration;
+import org.apache.kafka.common.quota.ClientQuotaEntity;
+import org.apache.kafka.common.quota.ClientQuotaFilter;
+import org.apache.kafka.common.quota.ClientQuotaFilterComponent;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Client quotas with kafka-clients 4.4: Admin.alterClientQuotas and describeClientQuotas
+ * (defaults, removal, Kafka's INVALID_REQUEST), and a producer and a consumer held to their
+ * producer_byte_rate and consumer_byte_rate: their throttle-time metrics show the broker's
+ * throttle, the producer's rate is the quota, the consumer's at most the quota, and no record
+ * is lost. One broker for the class, with
+ * quota.window.num=2: a client that sends as fast as it can gets a burst each time the
+ * oldest window expires (as in Kafka), and two one-second windows keep those bursts small
+ * against a 20-second measurement.
+ */
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
+class QuotaTest {
+
+    private static final double QUOTA = 200_000;
+    private static final int VALUE_BYTES = 1000;
+    /** The first window lets a burst through; the rate is measured after it, for this long. */
+    private static final long SKIP_MS = 2_000;
+    private static final long MEASURE_MS = 20_000;
+
+    private static SluiceBroker broker;
+    private static Admin admin;
+
+    @BeforeAll
+    static void startBroker() throws Exception {
+        broker = SluiceBroker.start("quotas", SluiceBroker.settings("quota.window.num", "2"));
+        admin = Clients.admin(broker);
+    }
+
+    @AfterAll
+    static void stopBroker() {
+        Clients.close(admin, broker);
+    }
+
+    private static ClientQuotaEntity entity(String... typeAndName) {
+        Map<String, String> m = new HashMap<>();
+        for (int i = 0; i < typeAndName.length; i += 2) {
+            m.put(typeAndName[i], typeAndName[i + 1]);
+        }
+        return new ClientQuotaEntity(m);
+    }
+
+    private static void set(ClientQuotaEntity e, String key, Double value) throws Exception {
+        Clients.get(admin.alterClientQuotas(List.of(
+                new ClientQuotaAlteration(e, List.of(new ClientQuotaAlteration.Op(key, value))))).all());
+    }
+
+    private static Map<ClientQuotaEntity, Map<String, Double>> describe(ClientQuotaFilter f) throws Exception {
+        return Clients.get(admin.describeClientQuotas(f).entities());
+    }
+
+    private static double metric(Map<org.apache.kafka.common.MetricName, ? extends Metric> metrics, String name) {
+        return metrics.entrySet().stream()
+                .filter(e -> e.getKey().name().equals(name))
+                .mapToDouble(e -> ((Number) e.getValue().metricValue()).doubleValue())
+                .filter(v -> !Double.isNaN(v))
+                .max().orElse(0);
+    }
+
+    private static void createTopic(String name) throws Exception {
+        Clients.get(admin.createTopics(List.of(new NewTopic(name, 1, (short) 1))).all());
+    }
+
+    /** Bytes in [start + SKIP_MS, start + SKIP_MS + MEASURE_MS) per second. */
+    private static double rate(List<long[]> timedBytes, long start) {
+        long from = start + SKIP_MS;
+        long to = from + MEASURE_MS;
+        long sum = timedBytes.stream().filter(t -> t[0] >= from && t[0] < to).mapToLong(t -> t[1]).sum();
+        return sum * 1000.0 / MEASURE_MS;
+    }
+
+    private static void assertRate(double rate, double low, String what) {
+        System.out.printf("[quota] %s: %.0f B/s against a quota of %.0f%n", what, rate, QUOTA);
+        assertTrue(rate >= low * QUOTA && rate <= 1.1 * QUOTA, what + " rate " + rate + " B/s against a quota of " + QUOTA);
+    }
+
+    @Test
+    void producerIsThrottledToItsByteRate() throws Exception {
+        String topic = "quota-produce";
+        String client = "java-quota-producer";
+        createTopic(topic);
+        set(entity(ClientQuotaEntity.CLIENT_ID, client), "producer_byte_rate", QUOTA);
+
+        List<long[]> acked = java.util.Collections.synchronizedList(new ArrayList<>());
+        AtomicLong failed = new AtomicLong();
+        long sent = 0;
+        String value = "v".repeat(VALUE_BYTES);
+        long start;
+        double throttleAvg;
+        double throttleMax;
+        try (KafkaProducer<String, String> p = Clients.producer(broker, Map.of(
+                "client.id", client, "linger.ms", "5", "batch.size", "16384", "buffer.memory", "1048576"))) {
+            start = System.currentTimeMillis();
+            while (System.currentTimeMillis() - start < SKIP_MS + MEASURE_MS) {
+                p.send(new ProducerRecord<>(topic, value), (md, ex) -> {
+                    if (ex != null) {
+                        failed.incrementAndGet();
+                    } else {
+                        acked.add(new long[] {System.currentTimeMillis(), VALUE_BYTES});
+                    }
+                });
+                sent++;
+            }
+            p.flush();
+            throttleAvg = metric(p.metrics(), "produce-throttle-time-avg");
+            throttleMax = metric(p.metrics(), "produce-throttle-time-max");
+        }
+        assertEquals(0, failed.get());
+        assertEquals(sent, acked.size(), "every record sent was acknowledged");
+        assertTrue(throttleAvg > 0 && throttleMax > 0, "produce-throttle-time avg " + throttleAvg + ", max " + throttleMax);
+        assertRate(rate(acked, start), 0.9, "producer");
+        TopicPartition tp = new TopicPartition(topic, 0);
+        assertEquals(sent, (long) Clients.endOffsets(broker.bootstrap(), List.of(tp), "read_uncommitted").get(tp),
+                "the log holds every record");
+    }
+
+    @Test
+    void consumerIsThrottledToItsByteRate() throws Exception {
+        String topic = "quota-fetch";
+        String client = "java-quota-consumer";
+        createTopic(topic);
+        // Enough for the burst and the measurement, written by a producer without a quota.
+        int records = 7_000;
+        String value = "c".repeat(VALUE_BYTES);
+        try (KafkaProducer<String, String> p = Clients.producer(broker, Map.of("linger.ms", "5"))) {
+            for (int i = 0; i < records; i++) {
+                p.send(new ProducerRecord<>(topic, value));
+            }
+            p.flush();
+        }
+        set(entity(ClientQuotaEntity.CLIENT_ID, client), "consumer_byte_rate", QUOTA);
+
+        java.util.Properties props = Clients.consumerProps(broker.bootstrap(), "read_uncommitted");
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, client);
+        List<long[]> got = new ArrayList<>();
+        long next = 0;
+        double throttleAvg;
+        double throttleMax;
+        long start;
+        TopicPartition tp = new TopicPartition(topic, 0);
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer())) {
+            c.assign(List.of(tp));
+            c.seekToBeginning(List.of(tp));
+            start = System.currentTimeMillis();
+            while (System.currentTimeMillis() - start < SKIP_MS + MEASURE_MS && next < records) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                    assertEquals(next, r.offset(), "records arrive in order with none missing");
+                    next++;
+                    got.add(new long[] {System.currentTimeMillis(), r.value().length()});
+                }
+            }
+            throttleAvg = metric(c.metrics(), "fetch-throttle-time-avg");
+            throttleMax = metric(c.metrics(), "fetch-throttle-time-max");
+        }
+        assertTrue(next < records, "the quota, not the end of the topic, limited the consumer");
+        assertTrue(throttleAvg > 0 && throttleMax > 0, "fetch-throttle-time avg " + throttleAvg + ", max " + throttleMax);
+        // Never over the quota. Not within 10 % under it either: as in Kafka, a fetch that
+        // would go over is answered without records and its bytes are taken back off the rate,
+        // yet its client waits as if it had them, so a consumer that always asks for more
+        // alternates fetches served and fetches refused.
+        assertRate(rate(got, start), 0.5, "consumer");
+    }
+
+    @Test
+    void describeDefaultsRemovalAndBadInput() throws Exception {
+        ClientQuotaEntity alice = entity(ClientQuotaEntity.USER, "alice", ClientQuotaEntity.CLIENT_ID, null);
+        ClientQuotaEntity defaultUser = entity(ClientQuotaEntity.USER, null);
+        ClientQuotaEntity app = entity(ClientQuotaEntity.CLIENT_ID, "desc-app");
+        set(alice, "producer_byte_rate", 1024.0);
+        set(defaultUser, "request_percentage", 25.5);
+        set(app, "consumer_byte_rate", 4096.0);
+
+        assertEquals(Map.of(alice, Map.of("producer_byte_rate", 1024.0)),
+                describe(ClientQuotaFilter.containsOnly(List.of(
+                        ClientQuotaFilterComponent.ofEntity(ClientQuotaEntity.USER, "alice"),
+                        ClientQuotaFilterComponent.ofDefaultEntity(ClientQuotaEntity.CLIENT_ID)))));
+        assertEquals(Map.of(defaultUser, Map.of("request_percentage", 25.5)),
+                describe(ClientQuotaFilter.containsOnly(List.of(
+                        ClientQuotaFilterComponent.ofDefaultEntity(ClientQuotaEntity.USER)))));
+        Map<ClientQuotaEntity, Map<String, Double>> users = describe(ClientQuotaFilter.contains(List.of(
+                ClientQuotaFilterComponent.ofEntityType(ClientQuotaEntity.USER))));
+        assertEquals(Map.of(alice, Map.of("producer_byte_rate", 1024.0), defaultUser, Map.of("request_percentage", 25.5)), users);
+        assertEquals(Map.of("consumer_byte_rate", 4096.0), describe(ClientQuotaFilter.all()).get(app));
+
+        // A null value removes the key; an entity left without keys is gone.
+        set(defaultUser, "request_percentage", null);
+        set(alice, "producer_byte_rate", null);
+        Map<ClientQuotaEntity, Map<String, Double>> all = describe(ClientQuotaFilter.all());
+        assertTrue(!all.containsKey(alice) && !all.containsKey(defaultUser), all.toString());
+
+        // Kafka's INVALID_REQUEST: an unknown key, a key of another entity type.
+        for (ClientQuotaAlteration bad : List.of(
+                new ClientQuotaAlteration(app, List.of(new ClientQuotaAlteration.Op("no_such_rate", 1.0))),
+                new ClientQuotaAlteration(entity(ClientQuotaEntity.IP, "10.0.0.9"),
+                        List.of(new ClientQuotaAlteration.Op("producer_byte_rate", 1.0))))) {
+            ExecutionException e = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+                    () -> admin.alterClientQuotas(List.of(bad)).all().get(30, TimeUnit.SECONDS));
+            assertInstanceOf(InvalidRequestException.class, e.getCause());
+            assertTrue(e.getCause().getMessage().contains("Invalid configuration key"), e.getCause().getMessage());
+        }
+        assertEquals(Map.of("consumer_byte_rate", 4096.0), describe(ClientQuotaFilter.all()).get(app), "nothing else changed");
+    }
+}
