@@ -10,11 +10,10 @@
 #   TOOL_TIMEOUT         seconds any one tool may run (default 60)
 #   KEEP_TMP=1           keep the temp dir (broker data + log + tool output) for inspection
 #
-# kafka-features describe/upgrade/downgrade (features.sh) and kafka-client-metrics (client_metrics.sh)
-# run against the same broker.
-# Then, against a SASL_SSL broker with ACLs (security.sh), kafka-configs SCRAM users and kafka-acls.
-# kafka-configs client quotas (clients, users, defaults) on the plain broker; then, against a
-# SASL_SSL broker with ACLs (security.sh), kafka-configs SCRAM users and kafka-acls.
+# kafka-features describe/upgrade/downgrade (features.sh), kafka-client-metrics
+# (client_metrics.sh) and kafka-configs client quotas (clients, users, defaults) run against
+# the same broker. Then, against a SASL_SSL broker with ACLs (security.sh), kafka-configs
+# SCRAM users and kafka-acls.
 #
 # Prints PASS:/FAIL: lines and finally "cli: N passed, M failed"; exits 1 if anything failed.
 set -u
