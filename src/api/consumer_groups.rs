@@ -25,7 +25,7 @@ fn by_topic(set: &BTreeSet<Tp>) -> BTreeMap<uuid::Uuid, Vec<i32>> {
 /// Kafka serves the consumer protocol only while `group.version` is at least 1.
 fn consumer_protocol_enabled(ctx: &Ctx<'_>) -> Result<(), Error> {
     let finalized = features::finalized(&ctx.broker.cluster.image().features);
-    match finalized.get("group.version").copied().unwrap_or(0) {
+    match finalized.get(features::GROUP_VERSION).copied().unwrap_or(0) {
         0 => Err(Error::Unsupported("The cluster's group.version is 0: the consumer group protocol (KIP-848) is disabled".into())),
         _ => Ok(()),
     }

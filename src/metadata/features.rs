@@ -21,6 +21,10 @@ use super::records::Record;
 
 /// The name of the feature that versions the metadata itself.
 pub const METADATA_VERSION: &str = "metadata.version";
+/// The feature that turns the consumer group protocol (KIP-848) on at level 1.
+pub const GROUP_VERSION: &str = "group.version";
+/// The feature whose level picks the transaction protocol (KIP-890 at 2).
+pub const TRANSACTION_VERSION: &str = "transaction.version";
 /// Kafka 4.4's `MetadataVersion.MINIMUM_VERSION` (3.3-IV3).
 const MV_MIN: i16 = 7;
 /// Kafka 4.4's `MetadataVersion.LATEST_PRODUCTION` (4.4-IV2).
@@ -38,9 +42,9 @@ pub struct FeatureDef {
 
 /// Every feature this build supports.
 pub const FEATURES: &[FeatureDef] = &[
-    FeatureDef { name: "group.version", min: 0, max: 1, bootstrap: 1 },
+    FeatureDef { name: GROUP_VERSION, min: 0, max: 1, bootstrap: 1 },
     FeatureDef { name: METADATA_VERSION, min: MV_MIN, max: MV_LATEST, bootstrap: MV_LATEST },
-    FeatureDef { name: "transaction.version", min: 0, max: 2, bootstrap: 2 },
+    FeatureDef { name: TRANSACTION_VERSION, min: 0, max: 2, bootstrap: 2 },
 ];
 
 /// `MetadataVersion.didMetadataChange` for levels 7..=33 (index 0 is level 7).
@@ -181,8 +185,8 @@ mod tests {
     fn a_cluster_without_feature_records_runs_at_the_bootstrap_levels() {
         let f = current();
         assert_eq!(f.get(METADATA_VERSION), Some(&33));
-        assert_eq!(f.get("transaction.version"), Some(&2));
-        assert_eq!(f.get("group.version"), Some(&1));
+        assert_eq!(f.get(TRANSACTION_VERSION), Some(&2));
+        assert_eq!(f.get(GROUP_VERSION), Some(&1));
         assert_eq!(bootstrap_records().len(), FEATURES.len());
     }
 
