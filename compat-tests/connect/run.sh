@@ -144,24 +144,15 @@ stop_worker() {
     worker_pid=""
 }
 
-# The worker settings both modes share: strings in and out, quick offset commits, the
-# FileStream plugin in its own class loader (plugin/pom.xml says why).
-common_worker_props() {
-    cat <<EOF
-bootstrap.servers=$bootstrap
-key.converter=org.apache.kafka.connect.storage.StringConverter
-value.converter=org.apache.kafka.connect.storage.StringConverter
-offset.flush.interval.ms=500
-listeners=http://127.0.0.1:0
-plugin.path=$here/plugin
-plugin.discovery=service_load
-EOF
-}
+# The worker settings both modes share (worker-props.sh).
+. "$here/worker-props.sh"
+common_worker_props() { connect_worker_props "$bootstrap"; }
 
 # Appends lines FROM..TO to FILE: ASCII with spaces and a tab. ASCII because FileStreamSource
 # (connect-file 4.3.1) counts its stored position in characters but skips bytes when it resumes:
 # after a restart, a file with multi-byte UTF-8 characters is re-read from too early and its
-# lines are sent again, whatever the broker (in standalone mode the offset is a local file).
+# lines are sent again, whatever the broker (in standalone mode the offset is a local file;
+# client-bugs/side-by-side.sh shows it on sluice and on Kafka 4.4).
 append_lines() {
     local i
     for i in $(seq "$2" "$3"); do printf 'line %04d\tsome text, %d\n' "$i" "$i"; done >>"$1"
