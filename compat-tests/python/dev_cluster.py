@@ -18,8 +18,21 @@ NODE_LINE = re.compile(r"node (\d+) pid (\d+) listening (\S+)")
 HTTP_LINE = re.compile(r"node (\d+) pid \d+ listening \S+ http (\S+)")
 
 
-def free_base_port(offsets=(0, 1, 2, 100, 101, 102, 200, 201, 202), lo=20000, hi=60000, tries=500):
-    """A base port P such that P+o is free for every offset o."""
+def ephemeral_low(default=32768):
+    """The lowest port the kernel hands out to outgoing connections and `:0` binds."""
+    try:
+        return int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return default
+
+
+def free_base_port(offsets=(0, 1, 2, 100, 101, 102, 200, 201, 202), lo=20000, hi=None, tries=500):
+    """A base port P such that P+o is free for every offset o, all below the ephemeral range:
+    a node killed and restarted must find its ports still free, and a port in that range may
+    meanwhile be taken by any outgoing connection on the machine (a CI run lost node 3 of
+    test_scenarios so: its controller port was in use when it restarted)."""
+    if hi is None:
+        hi = max(lo + 1, ephemeral_low() - max(offsets) - 1)
     rng = random.Random()
     for _ in range(tries):
         base = rng.randrange(lo, hi)

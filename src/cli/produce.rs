@@ -74,7 +74,9 @@ pub async fn run(a: ProduceArgs) -> Result<i32, CliError> {
         let (k, v) = h.split_once('=').ok_or_else(|| CliError::Usage(format!("-H wants KEY=VALUE, got '{h}'")))?;
         headers.push((k.to_string(), Some(Bytes::from(v.to_string()))));
     }
-    let mut client = Client::connect(props::settings(&a.common)?).await?;
+    let settings = props::settings(&a.common)?;
+    let retries = settings.retries;
+    let mut client = Client::connect(settings).await?;
     let mut info = client.topic(&a.topic).await?;
     let n = info.partitions.len() as i32;
     if let Some(p) = a.partition.filter(|p| *p < 0 || *p >= n) {
@@ -117,14 +119,14 @@ pub async fn run(a: ProduceArgs) -> Result<i32, CliError> {
         chunk_records += 1;
         chunk.entry(partition).or_default().push(Outgoing { key, value: Some(value), headers: headers.clone() });
         if chunk_records >= CHUNK_RECORDS || chunk_bytes >= CHUNK_BYTES {
-            send_chunk(&mut client, &mut info, &a.topic, acks, std::mem::take(&mut chunk), &mut sent).await?;
+            send_chunk(&mut client, &mut info, &a.topic, acks, retries, std::mem::take(&mut chunk), &mut sent).await?;
             (chunk_records, chunk_bytes) = (0, 0);
             // Keyless records stick to one partition per chunk, as the sticky partitioner does.
             round_robin = (round_robin + 1) % n.max(1);
         }
     }
     if !chunk.is_empty() {
-        send_chunk(&mut client, &mut info, &a.topic, acks, chunk, &mut sent).await?;
+        send_chunk(&mut client, &mut info, &a.topic, acks, retries, chunk, &mut sent).await?;
     }
     if let Some(b) = bar {
         b.finish_and_clear();
@@ -171,6 +173,7 @@ async fn send_chunk(
     info: &mut TopicInfo,
     topic: &str,
     acks: i16,
+    retries: Option<u32>,
     chunk: BTreeMap<i32, Vec<Outgoing>>,
     sent: &mut BTreeMap<i32, Sent>,
 ) -> Result<(), CliError> {
@@ -180,6 +183,7 @@ async fn send_chunk(
         todo.insert(*p, (encode_batch(recs, now)?, recs.len() as u64));
     }
     let deadline = Client::retry_deadline();
+    let mut tries = 0u32;
     loop {
         let mut by_leader: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
         for p in todo.keys() {
@@ -235,7 +239,9 @@ async fn send_chunk(
         if todo.is_empty() {
             return Ok(());
         }
-        if std::time::Instant::now() > deadline {
+        let out_of_tries = retries.is_some_and(|r| tries >= r);
+        tries += 1;
+        if std::time::Instant::now() > deadline || out_of_tries {
             return Err(last_err.unwrap_or_else(|| CliError::Timeout(format!("produce to {topic}: no leader took the records"))));
         }
         Client::backoff().await;

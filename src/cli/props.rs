@@ -27,6 +27,9 @@ pub struct Settings {
     /// `request.timeout.ms` (Kafka's default 30 s).
     pub request_timeout: Duration,
     pub client_id: String,
+    /// `retries` (a producer key): how often a write is sent again after a retriable error;
+    /// unset, until the tool's retry deadline. `-X retries=0` shows a broker's first answer.
+    pub retries: Option<u32>,
 }
 
 /// The settings from `--config` and `-X` (which wins), with `-b` over `bootstrap.servers`
@@ -75,6 +78,9 @@ pub fn from_map(bootstrap: &str, kv: &BTreeMap<String, String>) -> Result<Settin
         connect_timeout: ms("socket.connection.setup.timeout.ms", 10_000)?,
         request_timeout: ms("request.timeout.ms", 30_000)?,
         client_id: get("client.id").unwrap_or_else(|| "sluice-cli".into()),
+        retries: get("retries")
+            .map(|v| v.parse::<u32>().map_err(|_| CliError::Usage(format!("retries={v} is not a count"))))
+            .transpose()?,
     })
 }
 

@@ -310,10 +310,17 @@ impl Harness {
 
     /// Produces `values` to partition `p` of `topic` with `acks`; the error names Kafka's code.
     pub fn produce(&self, topic: &str, p: u16, values: &[String], acks: &str) -> Result<(), String> {
+        self.produce_with(topic, p, values, acks, &[])
+    }
+
+    /// [`Harness::produce`] with more `sluice produce` arguments (`-X retries=0`, say).
+    pub fn produce_with(&self, topic: &str, p: u16, values: &[String], acks: &str, extra: &[&str]) -> Result<(), String> {
         let file = self.dir.join(format!("scenario-{topic}.txt"));
         std::fs::write(&file, values.join("\n") + "\n").map_err(|e| e.to_string())?;
         let (path, p) = (file.to_string_lossy().into_owned(), p.to_string());
-        let r = self.client(&["produce", topic, "-p", &p, "--acks", acks, "--file", &path, "--format", "json"]);
+        let mut args = vec!["produce", topic, "-p", &p, "--acks", acks, "--file", &path, "--format", "json"];
+        args.extend_from_slice(extra);
+        let r = self.client(&args);
         let _ = std::fs::remove_file(&file);
         r.map(|_| ())
     }
