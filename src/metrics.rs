@@ -19,6 +19,11 @@ struct GroupLabel {
     group: String,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NodeLabel {
+    node_id: String,
+}
+
 /// Partition health as this node sees it.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct PartitionCounts {
@@ -144,6 +149,10 @@ fn views(broker: &Broker) -> Registry {
         "1 on the node that is the active controller (kafka.controller:type=KafkaController,name=ActiveControllerCount)",
         active as i64,
     );
+    // An info metric, so a scrape (or a sum of several) says which node it came from.
+    let info: Family<NodeLabel, Gauge> = Family::default();
+    info.get_or_create(&NodeLabel { node_id: me.to_string() }).set(1);
+    r.register("sluice_node_info", "1, labelled with this node's node.id", info);
     let topics = broker.replicas.all_topics();
     let max_lag = topics.iter().flat_map(|t| t.local()).filter_map(|p| p.follower_lag()).max().unwrap_or(0);
     gauge(

@@ -234,12 +234,42 @@ async function messageChecks(page, base, grid) {
   await screenshot(page, "messages");
 }
 
+// A partition with no replica on the node asked is read from its leader, one hop only.
+async function remoteBrowseChecks(base, c) {
+  await check(`GET records of a ${WIDE} partition with no replica here is answered by its leader`, async () => {
+    const topic = await (await fetch(`${base}/v1/topics/${WIDE}?limit=20`)).json();
+    const far = topic.partitions.find((p) => p.leader !== 1 && p.leader >= 0);
+    assert(far, `node 1 leads the first 20 partitions of ${WIDE}`);
+    const path = `/v1/topics/${WIDE}/partitions/${far.partition}/records`;
+    const put = await fetch(base + path, { method: "POST", body: JSON.stringify({ key: "far", value: "away" }) });
+    assert(put.status === 201, `produce: status ${put.status}`);
+    const { offset } = await put.json();
+    const r = await fetch(`${base}${path}?offset=${offset}`);
+    assert(r.status === 200, `browse: status ${r.status}`);
+    const body = await r.json();
+    assert(body.is_leader === true && body.records.length === 1, `body ${JSON.stringify(body)}`);
+    assert(Buffer.from(body.records[0].value, "base64").toString() === "away", `value ${body.records[0].value}`);
+    const local = await fetch(`${base}${path}?offset=${offset}&local=true`);
+    assert(local.status === 409 && /its leader is broker/.test((await local.json()).error), `local=true: status ${local.status}`);
+  });
+  await check("GET /v1/brokers/{id}/metrics passes on another broker's /metrics, and refuses an unknown id", async () => {
+    const r = await fetch(`${base}/v1/brokers/2/metrics`);
+    assert(r.status === 200 && (await r.text()).includes(`sluice_node_info{node_id="2"} 1`), `status ${r.status}`);
+    for (const [id, status] of [["99", 404], ["x", 400]]) {
+      const bad = await fetch(`${base}/v1/brokers/${id}/metrics`);
+      assert(bad.status === status, `broker ${id}: status ${bad.status}, want ${status}`);
+    }
+  });
+}
+
 // The Charts pane: a produce shows as a rate on its topic's line; Produce gets latency percentiles.
 async function chartChecks(page, base, c, grid) {
   await page.goto(`${base}/#/charts`);
-  await check("the Charts pane draws a produce to the topic as a rate, and Produce's latency percentiles", async () => {
-    const led = grid.find((r) => r.leader === 1);
-    assert(led, "node 1 leads no partition");
+  await check("the Charts pane adds up every broker: a produce to a partition a peer leads is a rate on the topic's line", async () => {
+    // Node 1 serves the page; the records go to another node, whose counters it asks for.
+    const led = grid.find((r) => r.leader !== 1);
+    assert(led, "node 1 leads every partition");
+    await eventually("all three brokers sampled", async () => /From brokers 1, 2, 3\.$/.test(await page.locator("#chart-sources").innerText()));
     await eventually("the first sample", async () => (await page.locator("#chart-sluice_records_in_total").count()) === 1);
     await sleep(1200);
     execFileSync(BIN, ["produce", TOPIC, "-p", String(led.partition), "-b", c.bootstrap, "--acks", "all"],
@@ -248,6 +278,11 @@ async function chartChecks(page, base, c, grid) {
     await eventually("a records-in peak on the topic's line", async () => Number(await line.getAttribute("data-peak")) > 0);
     const produce = await page.locator('#latency-table tr[data-api="Produce"] td').allInnerTexts();
     assert(Number(produce[1]) > 0 && produce.slice(2, 5).every((v) => /^\d+(\.\d+)?$/.test(v)), `Produce row ${JSON.stringify(produce)}`);
+  });
+  await check("the Charts pane shows one broker's counters when picked", async () => {
+    await page.selectOption("#chart-broker", "1");
+    await eventually("broker 1 alone", async () => (await page.locator("#chart-sources").innerText()) === "From broker 1.");
+    await page.selectOption("#chart-broker", "all");
   });
   await screenshot(page, "charts");
 }
@@ -460,6 +495,7 @@ async function browserChecks(c, base) {
     await page.goto(`${base}/#/topic/${TOPIC}`);
 
     await messageChecks(page, base, grid);
+    await remoteBrowseChecks(base, c);
     await chartChecks(page, base, c, grid);
     await faultFormChecks(page, base, c);
     grid = await pauseChecks(page, base, c);

@@ -10,7 +10,8 @@
 //!   null key or value is a null one): 201 with the offset once every in-sync replica has
 //!   it, as acks=all.
 //!
-//! Browsing a partition with no replica here is a 409 naming its leader. A record for a
+//! A partition with no replica here is read from its leader (`local=true`: this node's
+//! replica only, else a 409 naming the leader). A record for a
 //! partition another broker leads is sent there as a Produce request (acks=all), over the
 //! connection this broker uses for its peers; its Kafka error is the answer's.
 
@@ -83,6 +84,7 @@ pub(super) async fn browse(
     }
     let part = match hosted(&ctx, &name, &p) {
         Ok(p) => p,
+        Err(r) if r.status() == StatusCode::CONFLICT && !super::remote::local_only(&q) => return browse_at_leader(&ctx, &name, &p, &q).await,
         Err(r) => return r,
     };
     let read = part.with_state(|s| -> crate::error::Result<Value> {
@@ -118,6 +120,25 @@ pub(super) async fn browse(
     match read {
         Ok(v) => Json(v).into_response(),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, format!("reading {name}-{p}: {}", e.message())),
+    }
+}
+
+/// A partition with no replica here is read from its leader's HTTP listener, asked for its
+/// own replica only (`local=true`), so the question goes one hop at most. The leader's
+/// answer is passed on as it is; a leader that is down or has no listener leaves the 409.
+async fn browse_at_leader(ctx: &Ctx, name: &str, p: &str, q: &HashMap<String, String>) -> Response {
+    let img = ctx.broker.cluster.image();
+    let leader = img.topics.get(name).and_then(|t| p.trim().parse::<usize>().ok().and_then(|i| t.partitions.get(i))).map_or(-1, |s| s.leader);
+    let Some(addr) = super::remote::http_of(&ctx.broker, leader) else {
+        return error(StatusCode::CONFLICT, format!("{name}-{p} has no replica on this node, and its leader (broker {leader}) has no HTTP listener that is up"));
+    };
+    let mut query: Vec<String> = q.iter().filter(|(k, _)| k.as_str() != "local").map(|(k, v)| format!("{}={}", super::remote::segment(k), super::remote::segment(v))).collect();
+    query.push("local=true".into());
+    let path = format!("/v1/topics/{}/partitions/{}/records?{}", super::remote::segment(name), super::remote::segment(p.trim()), query.join("&"));
+    match tokio::time::timeout(PRODUCE_TIMEOUT, super::remote::request(&addr, "GET", &path, b"")).await {
+        Ok(Ok((status, body))) => (status, [(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Ok(Err(e)) => error(StatusCode::BAD_GATEWAY, format!("asking broker {leader} at {addr} for {name}-{p}: {e}")),
+        Err(_) => error(StatusCode::GATEWAY_TIMEOUT, format!("broker {leader} at {addr} did not answer for {name}-{p}")),
     }
 }
 

@@ -49,6 +49,7 @@ pub fn router(broker: Arc<Broker>, shutdown: watch::Receiver<bool>) -> Router {
         .route("/metrics", get(metrics))
         .route("/v1/cluster", get(views::cluster))
         .route("/v1/brokers", get(views::brokers))
+        .route("/v1/brokers/{id}/metrics", get(broker_metrics))
         .route("/v1/topics", get(views::topics))
         .route("/v1/topics/{name}", get(views::topic))
         .route("/v1/health", get(views::health))
@@ -100,6 +101,26 @@ pub(crate) async fn stopped(mut rx: watch::Receiver<bool>) {
 async fn metrics(axum::extract::State(ctx): axum::extract::State<Ctx>) -> Response {
     let body = crate::metrics::render(&ctx.broker);
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], body).into_response()
+}
+
+/// Another broker's `/metrics`, asked of it over HTTP and passed on (this node's own for its
+/// id), so the console's charts can add up every broker's counters from one page.
+async fn broker_metrics(axum::extract::State(ctx): axum::extract::State<Ctx>, axum::extract::Path(id): axum::extract::Path<String>) -> Response {
+    let Ok(id) = id.trim().parse::<i32>() else { return error(StatusCode::BAD_REQUEST, format!("a broker id is an integer, not '{id}'")) };
+    if id == ctx.broker.identity.node_id {
+        return metrics(axum::extract::State(ctx)).await;
+    }
+    if ctx.broker.cluster.image().live_broker(id).is_none() {
+        return error(StatusCode::NOT_FOUND, format!("broker {id} is not a live broker"));
+    }
+    let Some(addr) = remote::http_of(&ctx.broker, id) else {
+        return error(StatusCode::NOT_FOUND, format!("broker {id} registered no HTTP listener"));
+    };
+    match tokio::time::timeout(remote::PEER_TIMEOUT, remote::request(&addr, "GET", "/metrics", b"")).await {
+        Ok(Ok((status, body))) => (status, [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], body).into_response(),
+        Ok(Err(e)) => error(StatusCode::BAD_GATEWAY, format!("asking broker {id} at {addr} for /metrics: {e}")),
+        Err(_) => error(StatusCode::GATEWAY_TIMEOUT, format!("broker {id} at {addr} did not answer for /metrics")),
+    }
 }
 
 /// A JSON error: `{"error": message}`.

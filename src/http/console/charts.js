@@ -1,7 +1,8 @@
 // The Charts pane: produce and fetch rates per topic, and request latency percentiles per
-// API, from this node's /metrics (OpenMetrics text), sampled every second and drawn as
-// small hand-written SVG lines. The counters are this node's: it counts what it leads.
-import { el, table, errorLine, poll } from "./api.js";
+// API, from the brokers' /metrics (OpenMetrics text, each asked through this node's
+// /v1/brokers/{id}/metrics), sampled every second and drawn as small hand-written SVG
+// lines. Each broker counts what it leads, so "all brokers" adds their counters up.
+import { el, table, errorLine, poll, getJSON } from "./api.js";
 
 const SAMPLES = 120;
 const SERIES = {
@@ -64,22 +65,50 @@ function lineChart(id, history, topics) {
   return chart;
 }
 
+/** The metrics of the chosen brokers ("all": every live one), and the ids that did not answer. */
+async function scrape(choice) {
+  const ids = choice === "all" ? (await getJSON("/v1/brokers")).filter((b) => b.live).map((b) => b.broker_id) : [Number(choice)];
+  const texts = await Promise.all(ids.map(async (id) => {
+    const r = await fetch(`/v1/brokers/${id}/metrics`).catch(() => null);
+    return r && r.ok ? r.text() : null;
+  }));
+  return { metrics: texts.filter((t) => t !== null).flatMap(parseMetrics), missing: ids.filter((_, i) => texts[i] === null), ids };
+}
+
+/** Sums the values of `name` by the label `by`. */
+function sumBy(m, name, by) {
+  const out = {};
+  for (const x of m) if (x.name === name && x.labels[by] !== undefined) out[x.labels[by]] = (out[x.labels[by]] || 0) + x.value;
+  return out;
+}
+
 /** Mounts the pane into `root`; returns its stop function. */
 export function mount(root) {
   const rates = el("div", { id: "rates" });
   const latency = el("div", { id: "latency" });
-  root.append(el("h1", {}, "Charts"),
-    el("p", { class: "muted" }, "This node's counters from /metrics, sampled every second: a topic's rates count the partitions this node leads."),
-    rates, el("h2", {}, "Request latency by API (since the node started)"), latency);
+  const sources = el("p", { class: "muted", id: "chart-sources" });
+  let choice = "all";
   let previous = null;
-  const history = Object.fromEntries(Object.keys(SERIES).map((k) => [k, []]));
+  let history = {};
+  const reset = () => {
+    previous = null;
+    history = Object.fromEntries(Object.keys(SERIES).map((k) => [k, []]));
+  };
+  reset();
+  const picker = el("select", { id: "chart-broker", onchange: (e) => { choice = e.target.value; reset(); } }, el("option", { value: "all" }, "all brokers"));
+  root.append(el("h1", {}, "Charts"),
+    el("p", { class: "muted" }, "Counters from the brokers' /metrics, sampled every second. Each broker counts the partitions it leads; \"all brokers\" adds them up. ",
+      el("label", {}, "Brokers: ", picker)),
+    sources, rates, el("h2", {}, "Request latency by API (since each node started)"), latency);
   return poll(async () => {
-    const r = await fetch("/metrics");
-    if (!r.ok) throw new Error(`/metrics: HTTP ${r.status}`);
+    const { metrics: m, missing, ids } = await scrape(choice);
+    if (choice === "all") {
+      const known = new Set([...picker.options].map((o) => o.value));
+      for (const id of ids) if (!known.has(String(id))) picker.append(el("option", { value: id }, `broker ${id}`));
+    }
+    sources.textContent = `From broker${ids.length === 1 ? "" : "s"} ${ids.join(", ")}` + (missing.length ? `; no answer from ${missing.join(", ")}` : ".");
     const now = Date.now();
-    const m = parseMetrics(await r.text());
-    const totals = Object.fromEntries(Object.entries(SERIES).map(([k, name]) =>
-      [k, Object.fromEntries(m.filter((x) => x.name === name && x.labels.topic).map((x) => [x.labels.topic, x.value]))]));
+    const totals = Object.fromEntries(Object.entries(SERIES).map(([k, name]) => [k, sumBy(m, name, "topic")]));
     if (previous) {
       const dt = (now - previous.at) / 1000;
       for (const k of Object.keys(SERIES)) {
@@ -98,13 +127,16 @@ export function mount(root) {
         ? table(["Topic", ...Object.keys(SERIES)], topics.map((t, i) => el("tr", { dataset: { topic: t } },
           el("td", {}, el("span", { class: "swatch", style: `background:${COLORS[i % COLORS.length]}` }), t),
           Object.keys(SERIES).map((k) => el("td", {}, last(k, t).toFixed(1))))), { id: "rate-table" })
-        : el("p", { class: "muted" }, "No topic traffic on this node yet."));
+        : el("p", { class: "muted" }, "No topic traffic on these brokers yet."));
+    // Cumulative buckets with the same bounds add up across brokers.
     const apis = {};
     for (const x of m.filter((x) => x.name === "sluice_request_duration_seconds_bucket")) {
-      (apis[x.labels.api] ||= []).push([x.labels.le === "+Inf" ? Infinity : Number(x.labels.le), x.value]);
+      const le = x.labels.le === "+Inf" ? Infinity : Number(x.labels.le);
+      const byLe = (apis[x.labels.api] ||= {});
+      byLe[le] = (byLe[le] || 0) + x.value;
     }
-    const rows = Object.entries(apis).map(([api, b]) => {
-      b.sort((a, c) => a[0] - c[0]);
+    const rows = Object.entries(apis).map(([api, byLe]) => {
+      const b = Object.entries(byLe).map(([le, c]) => [Number(le), c]).sort((a, c) => a[0] - c[0]);
       return { api, count: b[b.length - 1][1], q: [0.5, 0.95, 0.99].map((q) => quantile(q, b)) };
     }).filter((x) => x.count > 0).sort((a, b) => b.count - a.count);
     const slowest = Math.max(1e-9, ...rows.map((x) => x.q[2] || 0));
