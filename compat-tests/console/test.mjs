@@ -262,6 +262,27 @@ async function remoteBrowseChecks(base, c) {
   });
 }
 
+// A topic of 10 000 partitions spread over the three nodes: its last page, partitions led
+// by every node, each with the HW and LEO its leader reports.
+async function hugeTopicCheck(page, base, c) {
+  const HUGE = "console-huge";
+  await check(`the grid shows the last page of a topic of 10 000 partitions, with each leader's HW and LEO`, async () => {
+    sluice(c, "topic", "create", HUGE, "-p", "10000", "-r", "1");
+    await page.goto(`${base}/#/topic/${HUGE}?page=99`);
+    const rows = () => page.locator("#grid tbody tr").evaluateAll((trs) => trs.map((tr) => ({
+      partition: Number(tr.dataset.partition), leader: Number(tr.dataset.leader), cells: [...tr.cells].map((td) => td.innerText.trim()) })));
+    const last = await eventually("partitions 9900-9999 with HW and LEO", async () => {
+      const r = await rows();
+      const good = r.length === 100 && r[0].partition === 9900 && r[99].partition === 9999 && r.every((x) => /^\d+$/.test(x.cells[3]) && /^\d+$/.test(x.cells[4]));
+      return good && r;
+    }, 60000);
+    assert((await page.locator(".pager").innerText()).includes("page 100 of 100"), "no 'page 100 of 100'");
+    const leaders = new Set(last.map((x) => x.leader));
+    assert(leaders.size === 3, `the last page's partitions are led by ${[...leaders]}, want all three nodes`);
+  });
+  await screenshot(page, "partition-grid-10000", false);
+}
+
 // The Charts pane: a produce shows as a rate on its topic's line; Produce gets latency percentiles.
 async function chartChecks(page, base, c, grid) {
   await page.goto(`${base}/#/charts`);
@@ -555,6 +576,7 @@ async function browserChecks(c, base) {
     });
     await shot("topics");
     await restartCheck(page, base, victim);
+    await hugeTopicCheck(page, base, c);
     await scenarioCheck(page, base);
     await check("the pages raised no script error", async () => assert(pageErrors.length === 0, pageErrors.join("; ")));
   } finally {
