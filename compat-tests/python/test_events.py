@@ -16,10 +16,12 @@ import signal
 import time
 import urllib.error
 import urllib.request
+import uuid
 
 import pytest
 
 import cluster as cl
+import kproto
 from cluster import produce_values, wait_until
 from conftest import fail_on_invariant_violations
 from dev_cluster import DevCluster
@@ -172,6 +174,8 @@ def test_group_view_after_a_consumer_commits(dc):
         assert g["group_id"] == group and g["protocol_type"] == "consumer", g
         assert g["state"] == "Stable" and len(g["members"]) == 1, g
         assert {"member_id", "client_id", "client_host"} <= set(g["members"][0]), g
+        # The classic protocol's assignment bytes, decoded.
+        assert g["members"][0]["assignment"] == [{"topic": topic, "partitions": [0]}], g
         p = g["partitions"][0]
         assert (p["topic"], p["partition"], p["committed_offset"]) == (topic, 0, 5), g
         assert p["high_watermark"] == 5 and p["lag"] == 0, g
@@ -187,6 +191,54 @@ def test_group_view_after_a_consumer_commits(dc):
         c.close()
     status, body = get(dc.http[1], "/v1/groups/no-such-group")
     assert status == 404 and "no-such-group" in body["error"], (status, body)
+
+
+def _share_heartbeat(port, group, member, epoch, topics):
+    """One ShareGroupHeartbeat v1 to the node on `port`: (error code, epoch)."""
+    body = (kproto.compact_string(group) + kproto.compact_string(member) + kproto.i32(epoch)
+            + kproto.compact_nullable_string(None)
+            + (kproto.uvarint(0) if topics is None else kproto.uvarint(len(topics) + 1) + b"".join(kproto.compact_string(t) for t in topics))
+            + kproto.EMPTY_TAGS)
+    with kproto.Conn(port) as conn:
+        r = conn.request(76, 1, body, flexible=True)
+        r.i32()
+        err = r.i16()
+        r.compact_string()  # error message
+        r.compact_string()  # member id
+        return err, r.i32()
+
+
+def test_group_view_of_a_share_group_with_its_members_assignment(dc):
+    bootstrap = bootstrap_of(dc, [1, 2, 3])
+    topic, group, member = "events-share-topic", "events-share", str(uuid.uuid4())
+    cl.create_topic(bootstrap, topic, 2, 3)
+    ports = [int(a.rsplit(":", 1)[1]) for a in bootstrap.split(",")]
+    # The share group's coordinator is the group coordinator: ask each node until one takes it.
+    joined = None
+    for port in ports:
+        err, epoch = _share_heartbeat(port, group, member, 0, [topic])
+        if err == 0:
+            joined = (port, epoch)
+            break
+        assert err == 14 or err == 16, err  # COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR
+    assert joined, "no node coordinates the share group"
+    port, epoch = joined
+
+    def assigned(addr):
+        status, g = get(addr, f"/v1/groups/{group}")
+        if status != 200 or not g["members"] or not g["members"][0]["assignment"]:
+            _share_heartbeat(port, group, member, epoch, None)
+            return None
+        return g
+
+    for i, a in dc.http.items():
+        g = wait_until(lambda: assigned(a), 10, what=f"node {i} showing the share group's assignment")
+        assert (g["group_type"], g["protocol_type"], g["state"]) == ("share", "share", "Stable"), g
+        assert [m["member_id"] for m in g["members"]] == [member], g
+        assert g["members"][0]["assignment"] == [{"topic": topic, "partitions": [0, 1]}], g
+        listed = [x for x in ok(a, "/v1/groups") if x["group_id"] == group]
+        assert len(listed) == 1 and listed[0]["group_type"] == "share", (i, listed)
+    assert _share_heartbeat(port, group, member, -1, None)[0] == 0
 
 
 def test_any_node_shows_every_partitions_progress_from_its_leader(dc):

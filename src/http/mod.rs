@@ -13,6 +13,7 @@
 mod console;
 mod events;
 mod faults;
+mod group_view;
 mod messages;
 mod nodes;
 mod remote;

@@ -241,6 +241,9 @@ pub(super) async fn groups(State(ctx): State<Ctx>, Query(q): Query<HashMap<Strin
             json!({ "group_id": group_id, "protocol_type": protocol_type, "state": state, "group_type": group_type, "coordinator": me })
         })
         .collect();
+    all.extend(b.shares.list().into_iter().map(|(group_id, state)| {
+        json!({ "group_id": group_id, "protocol_type": "share", "state": state, "group_type": "share", "coordinator": me })
+    }));
     if !local_only(&q) {
         let peers = b.cluster.image().live_brokers().iter().filter_map(|x| http_of(b, x.id)).collect::<Vec<_>>();
         let asks = peers.iter().map(|addr| get_json(addr, "/v1/groups?local=true"));
@@ -254,7 +257,8 @@ pub(super) async fn groups(State(ctx): State<Ctx>, Query(q): Query<HashMap<Strin
 
 pub(super) async fn group(State(ctx): State<Ctx>, Path(id): Path<String>, Query(q): Query<HashMap<String, String>>) -> Response {
     let b = &ctx.broker;
-    let Some((_, protocol_type, state, group_type)) = b.groups.list().into_iter().find(|g| g.0 == id) else {
+    let shares = b.shares.list().into_iter().map(|(g, state)| (g, "share".to_string(), state, "share"));
+    let Some((_, protocol_type, state, group_type)) = b.groups.list().into_iter().chain(shares).find(|g| g.0 == id) else {
         let p = b.groups.offsets_partition(&id);
         let coordinator =
             b.cluster.image().topics.get(crate::group::OFFSETS_TOPIC).and_then(|t| t.partitions.get(p as usize)).map(|s| s.leader);
@@ -270,23 +274,7 @@ pub(super) async fn group(State(ctx): State<Ctx>, Path(id): Path<String>, Query(
         };
         return error(StatusCode::NOT_FOUND, format!("no group '{id}' coordinated by this node{hint}"));
     };
-    let members: Vec<Value> = match b.groups.consumer_describe(&id) {
-        Ok(g) => g
-            .members
-            .values()
-            .map(|m| json!({ "member_id": m.id, "group_instance_id": m.instance_id, "client_id": m.client_id, "client_host": m.client_host }))
-            .collect(),
-        Err(_) => b
-            .groups
-            .describe(&id)
-            .map(|d| d.members)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(member_id, instance, client_id, host, _, _)| {
-                json!({ "member_id": member_id, "group_instance_id": instance, "client_id": client_id, "client_host": host })
-            })
-            .collect(),
-    };
+    let members = super::group_view::members(b, &id).unwrap_or_default();
     let img = b.cluster.image();
     let mut partitions = Vec::new();
     for (topic, parts) in b.groups.fetch_offsets(&id, None) {
