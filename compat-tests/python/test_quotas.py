@@ -1,18 +1,13 @@
 """Client quotas (KIP-13, KIP-219, KIP-546): AlterClientQuotas and DescribeClientQuotas on
-the wire, Kafka's INVALID_REQUEST for bad input, and librdkafka's producer under a
-producer_byte_rate quota: it is told to wait (throttle events) and its rate is the quota.
-
-One broker for the file, with quota.window.num=2: a client that sends as fast as it can
-gets, as in Kafka, a burst of up to (windows - 1) x quota.window.size.seconds x quota
-each time the oldest window expires, and is throttled in between; with two windows of a
-second those bursts are small against a 20-second measurement, which Kafka's eleven
-would not be."""
+the wire, Kafka's INVALID_REQUEST for bad input, connection_creation_rate (KIP-612), and
+librdkafka's producer and consumer under producer_byte_rate and consumer_byte_rate quotas:
+each is told to wait (throttle events) and its rate is the quota, to within 10 %."""
 
 import struct
 import time
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import kproto
@@ -24,10 +19,32 @@ INVALID_REQUEST = 42
 WINDOWS = 2
 
 
+# The byte-rate tests' broker: four windows of a second. As in Kafka, a client that goes as
+# fast as it can gets a burst of (windows - 1) x window x quota at first, and smaller ones
+# as old windows expire; from SKIP_S on, MEASURE_S (a multiple of that cycle) shows the
+# quota to within 10 %.
+RATE_WINDOWS = 4
+QUOTA = 500_000
+SKIP_S = 4.0
+MEASURE_S = 5.0
+
+
+def started_broker(tmp_path_factory, name, windows):
+    b = Broker(tmp_path_factory.mktemp(name), normalize_settings({"quota.window.num": str(windows), "quota.window.size.seconds": "1"}))
+    b.start()
+    return b
+
+
+@pytest.fixture(scope="module")
+def rbroker(tmp_path_factory):
+    b = started_broker(tmp_path_factory, "rates", RATE_WINDOWS)
+    yield b
+    b.stop(kill=False, timeout=10.0)
+
+
 @pytest.fixture(scope="module")
 def qbroker(tmp_path_factory):
-    b = Broker(tmp_path_factory.mktemp("quotas"), normalize_settings({"quota.window.num": str(WINDOWS), "quota.window.size.seconds": "1"}))
-    b.start()
+    b = started_broker(tmp_path_factory, "quotas", WINDOWS)
     yield b
     b.stop(kill=False, timeout=10.0)
 
@@ -102,11 +119,16 @@ def test_alter_describe_defaults_removal_and_validate_only(qbroker):
     assert describe(p, [("user", 1, None)]) == (0, {})
 
 
-def test_librdkafka_producer_is_throttled_to_its_quota(qbroker):
-    quota = 200_000
+def measured_rate(timed, start):
+    """Bytes a second in [start + SKIP_S, start + SKIP_S + MEASURE_S) of (time, bytes)."""
+    t0 = start + SKIP_S
+    return sum(b for t, b in timed if t0 <= t < t0 + MEASURE_S) / MEASURE_S
+
+
+def test_librdkafka_producer_is_throttled_to_its_quota(rbroker):
     client = "rdk-throttled"
-    assert alter(qbroker.port, [({"client-id": client}, {"producer_byte_rate": float(quota)})]) == [(0, None)]
-    admin = AdminClient({"bootstrap.servers": qbroker.bootstrap})
+    assert alter(rbroker.port, [({"client-id": client}, {"producer_byte_rate": float(QUOTA)})]) == [(0, None)]
+    admin = AdminClient({"bootstrap.servers": rbroker.bootstrap})
     admin.create_topics([NewTopic("quota-rdk", 1, 1)])["quota-rdk"].result(20)
 
     throttles = []
@@ -120,7 +142,7 @@ def test_librdkafka_producer_is_throttled_to_its_quota(qbroker):
             delivered.append((time.monotonic(), len(msg.value())))
 
     p = Producer({
-        "bootstrap.servers": qbroker.bootstrap,
+        "bootstrap.servers": rbroker.bootstrap,
         "client.id": client,
         "linger.ms": 5,
         "batch.size": 16384,
@@ -130,8 +152,7 @@ def test_librdkafka_producer_is_throttled_to_its_quota(qbroker):
     value = b"x" * 1000
     sent = 0
     start = time.monotonic()
-    run_for = WINDOWS + 20
-    while time.monotonic() - start < run_for:
+    while time.monotonic() - start < SKIP_S + MEASURE_S:
         try:
             p.produce("quota-rdk", value, on_delivery=on_delivery)
             sent += 1
@@ -142,13 +163,93 @@ def test_librdkafka_producer_is_throttled_to_its_quota(qbroker):
     assert not failed
     assert len(delivered) == sent, "every record sent was acknowledged"
     assert throttles and max(throttles) > 0, "librdkafka was told to wait"
+    rate = measured_rate(delivered, start)
+    print(f"librdkafka producer under a quota of {QUOTA} B/s: {rate:.0f} B/s, {len(throttles)} throttle events")
+    assert 0.9 * QUOTA <= rate <= 1.1 * QUOTA, f"{rate:.0f} B/s against a quota of {QUOTA}"
 
-    # After the first windows (which let a burst through), the rate is the quota.
-    t0, t1 = start + WINDOWS + 1, start + run_for
-    window = [b for t, b in delivered if t0 <= t < t1]
-    rate = sum(window) / (t1 - t0)
-    print(f"librdkafka under a quota of {quota} B/s: {rate:.0f} B/s, {len(throttles)} throttle events")
-    assert 0.9 * quota <= rate <= 1.1 * quota, f"{rate:.0f} B/s against a quota of {quota}"
+
+def test_librdkafka_consumer_is_throttled_to_its_quota(rbroker):
+    topic, client = "quota-rdk-fetch", "rdk-fetch-throttled"
+    admin = AdminClient({"bootstrap.servers": rbroker.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(20)
+    # More than the consumer can read under its quota in the test's time, written without one.
+    records = int(QUOTA * (SKIP_S + MEASURE_S + RATE_WINDOWS) * 1.5 / 1000)
+    p = Producer({"bootstrap.servers": rbroker.bootstrap, "linger.ms": 5, "batch.size": 16384})
+    for _ in range(records):
+        while True:
+            try:
+                p.produce(topic, b"c" * 1000)
+                break
+            except BufferError:
+                p.poll(0.05)
+    assert p.flush(60) == 0
+    assert alter(rbroker.port, [({"client-id": client}, {"consumer_byte_rate": float(QUOTA)})]) == [(0, None)]
+
+    throttles = []
+    c = Consumer({
+        "bootstrap.servers": rbroker.bootstrap,
+        "client.id": client,
+        "group.id": "rdk-quota",
+        "enable.auto.commit": False,
+        # Each fetch a small part of a window: the quota is then met closely (a fetch
+        # that would go over is answered empty, and its client waits as if it were not).
+        "fetch.max.bytes": 16384,
+        "message.max.bytes": 16384,
+        "max.partition.fetch.bytes": 16384,
+        "throttle_cb": lambda ev: throttles.append(ev.throttle_time),
+    })
+    got = []  # (time, bytes)
+    try:
+        c.assign([TopicPartition(topic, 0, 0)])
+        start = time.monotonic()
+        while time.monotonic() - start < SKIP_S + MEASURE_S:
+            for m in c.consume(500, 0.2):
+                assert m.error() is None, m.error()
+                assert m.offset() == len(got), "records arrive in order with none missing"
+                got.append((time.monotonic(), len(m.value())))
+    finally:
+        c.close()
+    assert len(got) < records, "the quota, not the end of the topic, limited the consumer"
+    assert throttles and max(throttles) > 0, "librdkafka was told to wait"
+    rate = measured_rate(got, start)
+    print(f"librdkafka consumer under a quota of {QUOTA} B/s: {rate:.0f} B/s, {len(throttles)} throttle events")
+    assert 0.9 * QUOTA <= rate <= 1.1 * QUOTA, f"{rate:.0f} B/s against a quota of {QUOTA}"
+
+
+CREATE_TOPICS = 19
+
+
+def create_topics_v4(conn, client_id, topics):
+    """CreateTopics v4, which predates THROTTLING_QUOTA_EXCEEDED: [(name, partitions)] ->
+    (throttle_time_ms, [(name, error)])."""
+    body = (kproto.array(topics, lambda t: kproto.string(t[0]) + kproto.i32(t[1]) + kproto.i16(1)
+                         + kproto.array([], None) + kproto.array([], None))
+            + kproto.i32(15000) + kproto.i8(0))
+    corr = conn.send(CREATE_TOPICS, 4, body, flexible=False, client_id=client_id)
+    r = kproto.Reader(conn.recv_frame())
+    assert r.i32() == corr
+    throttle = r.i32()
+    return throttle, r.array(lambda t: (t.string(), t.i16(), t.string())[:2])
+
+
+def test_controller_mutation_rate_is_permissive_for_old_versions(qbroker):
+    """KIP-599: a CreateTopics version that knows no THROTTLING_QUOTA_EXCEEDED creates every
+    topic, and the client is throttled for the partitions it took beyond its burst."""
+    client = "old-admin"
+    # One partition a second, a burst of (controller.quota.window.num - 1) = 10.
+    assert alter(qbroker.port, [({"client-id": client}, {"controller_mutation_rate": 1.0})]) == [(0, None)]
+    with kproto.Conn(qbroker.port) as c:
+        throttle, results = create_topics_v4(c, client, [("mut-old-a", 6), ("mut-old-b", 6)])
+        assert results == [("mut-old-a", 0), ("mut-old-b", 0)]
+        # 2 partitions beyond the burst, at one a second.
+        assert 1500 <= throttle <= 2000, throttle
+        # Over quota still, yet created: the connection is muted for the throttle meanwhile.
+        throttle, results = create_topics_v4(c, client, [("mut-old-c", 1)])
+        assert results == [("mut-old-c", 0)]
+        assert throttle > 0
+    # Another client is not held to it.
+    with kproto.Conn(qbroker.port) as c:
+        assert create_topics_v4(c, "other-admin", [("mut-old-d", 20)]) == (0, [("mut-old-d", 0)])
 
 
 def answered_api_versions(port):

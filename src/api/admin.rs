@@ -44,6 +44,17 @@ fn created(
     }
 }
 
+/// The request's controller mutation quota (KIP-599), strict from version `strict_since`.
+fn mutation_quota<'a>(ctx: &'a Ctx<'_>, strict_since: i16) -> crate::broker::MutationQuota<'a> {
+    ctx.broker.mutation_quota(&ctx.principal.name, &ctx.client_id, ctx.version >= strict_since)
+}
+
+/// Throttles the client for what its mutations earned; the response's throttle time.
+fn throttled_for(ctx: &Ctx<'_>, quota: crate::broker::MutationQuota<'_>) -> i32 {
+    ctx.throttle(quota.finish());
+    ctx.throttle_ms()
+}
+
 /// The request's timeout, or the controller's when the client gave none.
 fn timeout_of(ms: i32) -> Duration {
     Duration::from_millis(if ms > 0 { ms as u64 } else { 30_000 })
@@ -58,10 +69,30 @@ pub async fn create_topics(ctx: &Ctx<'_>, req: CreateTopicsRequest) -> CreateTop
     let cluster_create = ctx.cluster_allowed(Operation::Create);
     let denied: std::collections::HashSet<String> =
         req.topics.iter().map(|t| t.name.0.to_string()).filter(|n| !cluster_create && !ctx.topic_allowed(Operation::Create, n)).collect();
+    // Each new topic's partitions count against the client's controller_mutation_rate,
+    // in request order (Kafka: strict from v6). A topic that exists already is left to
+    // the controller's TOPIC_ALREADY_EXISTS; a validation creates nothing, so counts nothing.
+    let mut quota = mutation_quota(ctx, 6);
+    let default_partitions = broker.settings().num_partitions;
+    let throttled: std::collections::HashSet<String> = req
+        .topics
+        .iter()
+        .filter(|t| !req.validate_only && !duplicates.contains(&*t.name.0) && !denied.contains(&*t.name.0))
+        .filter(|t| broker.topic(&t.name.0).is_none())
+        .filter(|t| {
+            let partitions = match (t.assignments.len(), t.num_partitions) {
+                (0, -1) => default_partitions,
+                (0, n) => n,
+                (n, _) => n as i32,
+            };
+            quota.record(partitions).is_err()
+        })
+        .map(|t| t.name.0.to_string())
+        .collect();
     let asks: Vec<CreateRequest> = req
         .topics
         .iter()
-        .filter(|t| !duplicates.contains(&*t.name.0) && !denied.contains(&*t.name.0))
+        .filter(|t| !duplicates.contains(&*t.name.0) && !denied.contains(&*t.name.0) && !throttled.contains(&*t.name.0))
         .map(|t| CreateRequest {
             name: t.name.0.to_string(),
             partitions: t.num_partitions,
@@ -83,6 +114,8 @@ pub async fn create_topics(ctx: &Ctx<'_>, req: CreateTopicsRequest) -> CreateTop
                 Err(Error::InvalidRequest(format!("topic '{name}' appears more than once in the request")))
             } else if denied.contains(&name) {
                 Err(Error::TopicAuthorizationFailed(name.clone()))
+            } else if throttled.contains(&name) {
+                Err(crate::broker::quota_exceeded())
             } else {
                 results.next().unwrap_or(Err(Error::OperationNotAttempted))
             };
@@ -108,7 +141,7 @@ pub async fn create_topics(ctx: &Ctx<'_>, req: CreateTopicsRequest) -> CreateTop
             }
         })
         .collect();
-    CreateTopicsResponse::default().with_topics(topics)
+    CreateTopicsResponse::default().with_topics(topics).with_throttle_time_ms(throttled_for(ctx, quota))
 }
 
 pub async fn delete_topics(ctx: &Ctx<'_>, req: DeleteTopicsRequest) -> DeleteTopicsResponse {
@@ -130,6 +163,17 @@ pub async fn delete_topics(ctx: &Ctx<'_>, req: DeleteTopicsRequest) -> DeleteTop
                 None => broker.topic_by_id(*id).map(|t| (t.record.name.clone(), *id)).ok_or(Error::UnknownTopicId)?,
             };
             ctx.check_topic(Operation::Delete, &n)?;
+            Ok((n, tid))
+        })
+        .collect();
+    // Each deleted topic's partitions count against the controller_mutation_rate (strict
+    // from v5), in request order.
+    let mut quota = mutation_quota(ctx, 5);
+    let resolved: Vec<Result<(String, uuid::Uuid)>> = resolved
+        .into_iter()
+        .map(|r| {
+            let (n, tid) = r?;
+            quota.record(broker.topic(&n).map_or(0, |t| t.states.len() as i32))?;
             Ok((n, tid))
         })
         .collect();
@@ -161,15 +205,20 @@ pub async fn delete_topics(ctx: &Ctx<'_>, req: DeleteTopicsRequest) -> DeleteTop
             }
         })
         .collect();
-    DeleteTopicsResponse::default().with_responses(responses)
+    DeleteTopicsResponse::default().with_responses(responses).with_throttle_time_ms(throttled_for(ctx, quota))
 }
 
 pub async fn create_partitions(ctx: &Ctx<'_>, req: CreatePartitionsRequest) -> CreatePartitionsResponse {
     let mut results = Vec::with_capacity(req.topics.len());
+    // The partitions added count against the controller_mutation_rate (strict from v3).
+    let mut quota = mutation_quota(ctx, 3);
     for t in req.topics {
         let assignments: Option<Vec<Vec<i32>>> =
             t.assignments.as_ref().map(|a| a.iter().map(|x| x.broker_ids.iter().map(|b| b.0).collect()).collect());
-        let result = match ctx.check_topic(Operation::Alter, &t.name.0) {
+        let added = ctx.broker.topic(&t.name.0).map_or(0, |topic| t.count - topic.states.len() as i32);
+        let checked =
+            ctx.check_topic(Operation::Alter, &t.name.0).and_then(|()| if req.validate_only { Ok(()) } else { quota.record(added) });
+        let result = match checked {
             Ok(()) => ctx.broker.create_partitions(&t.name.0, t.count, assignments, req.validate_only, timeout_of(req.timeout_ms)).await,
             Err(e) => Err(e),
         };
@@ -179,7 +228,7 @@ pub async fn create_partitions(ctx: &Ctx<'_>, req: CreatePartitionsRequest) -> C
             Err(e) => r.with_error_code(e.code()).with_error_message(Some(sb(e.message()))),
         });
     }
-    CreatePartitionsResponse::default().with_results(results)
+    CreatePartitionsResponse::default().with_results(results).with_throttle_time_ms(throttled_for(ctx, quota))
 }
 
 pub async fn delete_records(ctx: &Ctx<'_>, req: DeleteRecordsRequest) -> DeleteRecordsResponse {

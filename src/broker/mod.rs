@@ -5,6 +5,7 @@ mod client_metrics;
 mod configs;
 mod group_configs;
 mod quotas;
+pub use quotas::{quota_exceeded, MutationQuota};
 mod reconcile;
 mod share;
 mod tokens;

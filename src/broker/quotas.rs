@@ -5,8 +5,9 @@
 use crate::clock::now_ms;
 use crate::controller::rpc::{QuotaAlteration, Request, Response};
 use crate::error::{Error, Result};
-use crate::quota::entity::{CONNECTION_CREATION_RATE, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE};
+use crate::quota::entity::{CONNECTION_CREATION_RATE, CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE, PRODUCER_BYTE_RATE};
 use crate::quota::resolve::{connection_rate, governing, Governing};
+use crate::quota::token_bucket::Mutation;
 use crate::quota::{ThrottleKind, Throttler, WindowConfig};
 
 use super::Broker;
@@ -22,6 +23,57 @@ impl ClientRates {
 
 fn window(s: &crate::config::Settings) -> WindowConfig {
     WindowConfig { samples: s.quota_window_num, window_ms: s.quota_window_size_ms }
+}
+
+fn mutation_window(s: &crate::config::Settings) -> WindowConfig {
+    WindowConfig { samples: s.controller_quota_window_num, window_ms: s.controller_quota_window_size_ms }
+}
+
+/// One request's controller mutation quota (KIP-599): the client's `controller_mutation_rate`
+/// if it has one, whether the request's version is held to it strictly, and the throttle
+/// time earned so far.
+pub struct MutationQuota<'a> {
+    broker: &'a Broker,
+    gov: Option<Governing>,
+    mode: Mutation,
+    throttle_ms: i64,
+}
+
+impl MutationQuota<'_> {
+    /// Counts `partitions` created or deleted for one topic. A strict request is refused
+    /// the topic (THROTTLING_QUOTA_EXCEEDED) while the client's bucket is below zero.
+    pub fn record(&mut self, partitions: i32) -> Result<()> {
+        let Some(gov) = &self.gov else { return Ok(()) };
+        if partitions <= 0 {
+            return Ok(());
+        }
+        let s = self.broker.settings();
+        let mut rates = self.broker.client_rates.0.lock();
+        rates.configure_mutations(mutation_window(&s));
+        match rates.mutate(gov, partitions as f64, self.mode, now_ms()) {
+            Ok(ms) => {
+                self.throttle_ms = self.throttle_ms.max(ms);
+                Ok(())
+            }
+            Err(ms) => {
+                self.throttle_ms = self.throttle_ms.max(ms);
+                Err(quota_exceeded())
+            }
+        }
+    }
+
+    /// The throttle time the request earned, in ms (counted in the throttle statistics).
+    pub fn finish(self) -> i32 {
+        if self.throttle_ms > 0 {
+            crate::stats::quota_throttled("ControllerMutation", self.throttle_ms as u64);
+        }
+        self.throttle_ms as i32
+    }
+}
+
+/// A topic refused for its client's controller_mutation_rate, with Kafka's message.
+pub fn quota_exceeded() -> Error {
+    Error::ThrottlingQuotaExceeded("The throttling quota has been exceeded.".into())
 }
 
 fn key_of(kind: ThrottleKind) -> &'static str {
@@ -46,6 +98,13 @@ impl Broker {
     /// The quota of `kind` that governs `user` (a principal's name) on `client_id`, if any.
     pub fn quota_for(&self, kind: ThrottleKind, user: &str, client_id: &str) -> Option<Governing> {
         governing(&self.cluster.image().client_quotas, user, client_id, key_of(kind))
+    }
+
+    /// The controller mutation quota of one request of `user` on `client_id`; `strict` for
+    /// the request versions that know THROTTLING_QUOTA_EXCEEDED.
+    pub fn mutation_quota(&self, user: &str, client_id: &str, strict: bool) -> MutationQuota<'_> {
+        let gov = governing(&self.cluster.image().client_quotas, user, client_id, CONTROLLER_MUTATION_RATE);
+        MutationQuota { broker: self, gov, mode: if strict { Mutation::Strict } else { Mutation::Permissive }, throttle_ms: 0 }
     }
 
     /// Records `bytes` against the client's rate; the throttle time in ms (0: within quota).

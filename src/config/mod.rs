@@ -303,6 +303,8 @@ pub static KEYS: &[KeyDef] = &[
     ),
     key!("quota.window.num", Some("11"), Int, broker, false, "Samples a client quota's rate is measured over."),
     key!("quota.window.size.seconds", Some("1"), Int, broker, false, "Length of one client quota sample, in seconds."),
+    key!("controller.quota.window.num", Some("11"), Int, broker, false, "Samples of the controller mutation quota (its burst is num - 1 windows)."),
+    key!("controller.quota.window.size.seconds", Some("1"), Int, broker, false, "Length of one controller mutation quota sample, in seconds."),
     key!(
         "authorizer.class.name",
         Some(""),
@@ -485,7 +487,7 @@ pub fn validate(def: &KeyDef, value: &str) -> Result<(), String> {
         "max.connections.per.ip.overrides" => {
             parse_ip_overrides(value)?;
         }
-        "quota.window.num" | "quota.window.size.seconds" => {
+        "quota.window.num" | "quota.window.size.seconds" | "controller.quota.window.num" | "controller.quota.window.size.seconds" => {
             if value.trim().parse::<i32>().map_or(true, |n| n < 1) {
                 return Err(format!("{}: must be at least 1", bad()));
             }

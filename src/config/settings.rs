@@ -51,6 +51,10 @@ pub struct Settings {
     pub quota_window_num: usize,
     /// `quota.window.size.seconds`, in ms.
     pub quota_window_size_ms: i64,
+    /// `controller.quota.window.num`: the controller mutation quota's samples.
+    pub controller_quota_window_num: usize,
+    /// `controller.quota.window.size.seconds`, in ms.
+    pub controller_quota_window_size_ms: i64,
     /// The most partitions one DescribeTopicPartitions answer holds (KIP-966).
     pub max_request_partition_size_limit: i32,
     pub broker_session_timeout_ms: i64,
@@ -168,6 +172,8 @@ impl Settings {
             telemetry_max_bytes: positive_i32("telemetry.max.bytes")? as usize,
             quota_window_num: positive_i32("quota.window.num")? as usize,
             quota_window_size_ms: positive_i32("quota.window.size.seconds")? as i64 * 1000,
+            controller_quota_window_num: positive_i32("controller.quota.window.num")? as usize,
+            controller_quota_window_size_ms: positive_i32("controller.quota.window.size.seconds")? as i64 * 1000,
             max_request_partition_size_limit: positive_i32("max.request.partition.size.limit")?,
             broker_session_timeout_ms: int("broker.session.timeout.ms")?,
             metadata_max_idle_interval_ms: int("metadata.max.idle.interval.ms")?.max(0),

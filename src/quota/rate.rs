@@ -1,8 +1,10 @@
 //! A rate measured over sliding windows, as Kafka's `Rate` over a `SampledStat` measures
-//! it: `quota.window.num` samples of `quota.window.size.seconds` each. A sample starts at
-//! the first value recorded after the previous one ended (samples are not aligned to the
-//! clock); samples older than all windows together are forgotten. Until that many windows
-//! have passed, the rate is taken over `num - 1` whole windows, so a client's first burst
+//! it (Kafka 3.8 and later): `quota.window.num` samples of `quota.window.size.seconds`
+//! each. A sample starts at the first value recorded after the previous one ended (samples
+//! are not aligned to the clock). A sample is forgotten once its last value is older than
+//! all windows together, so one extra sample is kept: the one that overlaps the start of
+//! the measured span. The rate is taken from the start of the oldest sample kept, and until
+//! `num - 1` whole windows have passed, over `num - 1` windows, so a client's first burst
 //! is not measured over a few milliseconds.
 
 /// The window settings (`quota.window.num`, `quota.window.size.seconds`).
@@ -22,7 +24,15 @@ impl Default for WindowConfig {
 #[derive(Debug, Clone, Copy)]
 struct Sample {
     start_ms: i64,
+    /// When a value was last recorded in it: a sample goes once this is out of every window.
+    last_ms: i64,
     value: f64,
+}
+
+impl Sample {
+    fn fresh(now_ms: i64) -> Sample {
+        Sample { start_ms: now_ms, last_ms: now_ms, value: 0.0 }
+    }
 }
 
 /// One measured rate (per second).
@@ -37,21 +47,23 @@ impl Rate {
     /// An empty rate whose first window starts at `now_ms`.
     pub fn new(cfg: WindowConfig, now_ms: i64) -> Rate {
         let cfg = WindowConfig { samples: cfg.samples.max(2), window_ms: cfg.window_ms.max(1) };
-        Rate { cfg, samples: vec![Sample { start_ms: now_ms, value: 0.0 }], current: 0 }
+        Rate { cfg, samples: vec![Sample::fresh(now_ms)], current: 0 }
     }
 
     /// Adds `value` at `now_ms`, opening a new window if the current one has ended.
     pub fn record(&mut self, value: f64, now_ms: i64) {
         if now_ms - self.samples[self.current].start_ms >= self.cfg.window_ms {
-            self.current = (self.current + 1) % self.cfg.samples;
-            let fresh = Sample { start_ms: now_ms, value: 0.0 };
+            // One more sample than windows: the oldest may still overlap the measured span.
+            self.current = (self.current + 1) % (self.cfg.samples + 1);
             if self.current >= self.samples.len() {
-                self.samples.push(fresh);
+                self.samples.push(Sample::fresh(now_ms));
             } else {
-                self.samples[self.current] = fresh;
+                self.samples[self.current] = Sample::fresh(now_ms);
             }
         }
-        self.samples[self.current].value += value;
+        let s = &mut self.samples[self.current];
+        s.value += value;
+        s.last_ms = now_ms;
     }
 
     /// Takes back a value recorded at `now_ms` (Kafka unrecords a fetch it answers empty).
@@ -62,8 +74,8 @@ impl Rate {
     fn purge(&mut self, now_ms: i64) {
         let expiry = self.cfg.samples as i64 * self.cfg.window_ms;
         for s in &mut self.samples {
-            if now_ms - s.start_ms >= expiry {
-                *s = Sample { start_ms: now_ms, value: 0.0 };
+            if now_ms - s.last_ms >= expiry {
+                *s = Sample::fresh(now_ms);
             }
         }
     }
@@ -102,7 +114,7 @@ impl Rate {
 
     /// When anything was last recorded (or the rate was created).
     pub fn last_ms(&self) -> i64 {
-        self.samples[self.current].start_ms
+        self.samples[self.current].last_ms
     }
 }
 
@@ -161,9 +173,23 @@ mod tests {
         for t in (0..1000).step_by(100) {
             r.record(10.0, t);
         }
-        assert_eq!(r.samples.len(), 2);
-        // Two samples of 10 at 800 and 900; measured at 950 over 150 ms.
+        assert_eq!(r.samples.len(), 3, "one sample more than windows");
+        // At 950 the sample of 700 is out of both windows; those of 800 and 900 are
+        // measured over 150 ms.
         assert!((r.measure(950) - 20.0 / 0.15).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_sample_is_kept_while_its_last_value_is_within_the_windows() {
+        let cfg = WindowConfig { samples: 2, window_ms: 1000 };
+        let mut r = Rate::new(cfg, 0);
+        r.record(100.0, 0);
+        r.record(100.0, 900);
+        // It started 2.5 s ago but took a value 1.6 s ago: kept, and the rate is taken
+        // from its start (Kafka's fix for rate spikes, KAFKA PR 15889).
+        assert_eq!(r.window_size_ms(2500), 2500);
+        assert_eq!(r.measure(2500), 80.0);
+        assert_eq!(r.measure(2900), 0.0);
     }
 
     #[test]

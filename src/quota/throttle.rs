@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use super::rate::{Rate, WindowConfig};
 use super::resolve::Governing;
+use super::token_bucket::{Mutation, TokenBucket};
 
 /// What a rate counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,11 +39,34 @@ pub struct Throttler {
     cfg: WindowConfig,
     rates: HashMap<Key, Rate>,
     last_sweep_ms: i64,
+    /// The controller mutation quota's windows (`controller.quota.window.*`).
+    mutation_cfg: WindowConfig,
+    /// Controller mutation buckets, by the governing quota's tags.
+    buckets: HashMap<(String, String), TokenBucket>,
 }
 
 impl Throttler {
     pub fn new(cfg: WindowConfig) -> Throttler {
-        Throttler { cfg, rates: HashMap::new(), last_sweep_ms: 0 }
+        Throttler { cfg, rates: HashMap::new(), last_sweep_ms: 0, mutation_cfg: WindowConfig::default(), buckets: HashMap::new() }
+    }
+
+    /// Takes new controller mutation window settings; buckets start over, full.
+    pub fn configure_mutations(&mut self, cfg: WindowConfig) {
+        if cfg != self.mutation_cfg {
+            self.mutation_cfg = cfg;
+            self.buckets.clear();
+        }
+    }
+
+    /// Counts `permits` partition mutations against the client's `controller_mutation_rate`
+    /// (see [`TokenBucket::take`]): Ok with the throttle time earned, or Err with the
+    /// throttle time when a strict request is refused.
+    pub fn mutate(&mut self, gov: &Governing, permits: f64, mode: Mutation, now_ms: i64) -> Result<i64, i64> {
+        self.sweep(now_ms);
+        let cfg = self.mutation_cfg;
+        let bucket = self.buckets.entry(gov.tags.clone()).or_insert_with(|| TokenBucket::new(cfg, gov.bound, now_ms));
+        let clamp = |ms: i64| ms.clamp(0, i32::MAX as i64);
+        bucket.take(cfg, gov.bound, permits, mode, now_ms).map(clamp).map_err(clamp)
     }
 
     /// Takes new window settings; rates measured so far start over.
@@ -81,6 +105,13 @@ impl Throttler {
         }
         self.last_sweep_ms = now_ms;
         self.rates.retain(|_, r| now_ms - r.last_ms() < span);
+        // A bucket not below zero when last seen is full again once idle for all windows;
+        // one left overdrawn is kept for the hour Kafka keeps an idle client's sensors.
+        let refill = (self.mutation_cfg.samples as i64) * self.mutation_cfg.window_ms;
+        self.buckets.retain(|_, b| {
+            let idle = now_ms - b.last_ms();
+            idle < refill || (b.overdrawn() && idle < 3_600_000)
+        });
     }
 }
 
@@ -122,5 +153,19 @@ mod tests {
         assert_eq!(t.len(), 2);
         t.record(ThrottleKind::Produce, &gov(1.0, "", "b"), 1.0, 2500);
         assert_eq!(t.len(), 1, "a has been idle for longer than both windows");
+    }
+
+    #[test]
+    fn mutation_buckets_are_per_client_and_strict_or_permissive() {
+        use crate::quota::token_bucket::Mutation::{Permissive, Strict};
+        let mut t = Throttler::new(WindowConfig::default());
+        t.configure_mutations(WindowConfig { samples: 2, window_ms: 1000 });
+        // A burst of 2 partitions, refilled at 2 a second.
+        let a = gov(2.0, "", "a");
+        assert_eq!(t.mutate(&a, 3.0, Strict, 0), Ok(0));
+        assert_eq!(t.mutate(&a, 1.0, Strict, 0), Err(500));
+        assert_eq!(t.mutate(&gov(2.0, "", "b"), 1.0, Strict, 0), Ok(0));
+        assert_eq!(t.mutate(&a, 1.0, Permissive, 0), Ok(1000));
+        assert_eq!(t.mutate(&a, 1.0, Strict, 1000), Ok(0));
     }
 }
