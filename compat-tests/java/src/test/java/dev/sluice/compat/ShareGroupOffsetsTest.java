@@ -14,7 +14,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
@@ -78,8 +77,7 @@ class ShareGroupOffsetsTest {
         if (tps != null) {
             spec.topicPartitions(tps);
         }
-        return new TreeMap<>(Clients.get(admin.listShareGroupOffsets(Map.of(group, spec)).partitionsToOffsetInfo(group)),
-                java.util.Comparator.comparing(TopicPartition::toString));
+        return new java.util.HashMap<>(Clients.get(admin.listShareGroupOffsets(Map.of(group, spec)).partitionsToOffsetInfo(group)));
     }
 
     /** Consumes {@code count} records with explicit acknowledgement, accepting and committing each; returns their values, sorted. */
