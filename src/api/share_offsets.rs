@@ -3,7 +3,9 @@
 //! ([`crate::share::offsets`]). Authorization as in Kafka's KafkaApis: DESCRIBE, READ or
 //! DELETE on the group, DESCRIBE (describe) or READ (alter, delete) on each topic.
 
-use kafka_protocol::messages::alter_share_group_offsets_response::{AlterShareGroupOffsetsResponsePartition, AlterShareGroupOffsetsResponseTopic};
+use kafka_protocol::messages::alter_share_group_offsets_response::{
+    AlterShareGroupOffsetsResponsePartition, AlterShareGroupOffsetsResponseTopic,
+};
 use kafka_protocol::messages::delete_share_group_offsets_response::DeleteShareGroupOffsetsResponseTopic;
 use kafka_protocol::messages::describe_share_group_offsets_response::{
     DescribeShareGroupOffsetsResponseGroup, DescribeShareGroupOffsetsResponsePartition, DescribeShareGroupOffsetsResponseTopic,
@@ -36,7 +38,10 @@ fn partition(d: Described) -> DescribeShareGroupOffsetsResponsePartition {
     }
 }
 
-async fn describe_group(ctx: &Ctx<'_>, g: describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup) -> DescribeShareGroupOffsetsResponseGroup {
+async fn describe_group(
+    ctx: &Ctx<'_>,
+    g: describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup,
+) -> DescribeShareGroupOffsetsResponseGroup {
     let out = DescribeShareGroupOffsetsResponseGroup::default().with_group_id(g.group_id.clone());
     if let Err(e) = ctx.check_group(Operation::Describe, &g.group_id.0).and_then(|()| check_share_group(ctx, &g.group_id.0)) {
         return out.with_error_code(e.code()).with_error_message(Some(sb(e.message())));
@@ -66,7 +71,9 @@ async fn describe_group(ctx: &Ctx<'_>, g: describe_share_group_offsets_request::
             let e = Error::TopicAuthorizationFailed(t.topic_name.0.to_string());
             partition(Described { partition: *p, start_offset: -1, leader_epoch: 0, lag: -1, error: Some(e) })
         });
-        topics.push(DescribeShareGroupOffsetsResponseTopic::default().with_topic_name(t.topic_name.clone()).with_partitions(refused.collect()));
+        topics.push(
+            DescribeShareGroupOffsetsResponseTopic::default().with_topic_name(t.topic_name.clone()).with_partitions(refused.collect()),
+        );
     }
     out.with_topics(topics)
 }
@@ -86,7 +93,10 @@ pub async fn alter(ctx: &Ctx<'_>, req: AlterShareGroupOffsetsRequest) -> AlterSh
         return fail(e);
     }
     let (allowed, denied): (Vec<_>, Vec<_>) = req.topics.into_iter().partition(|t| ctx.topic_allowed(Operation::Read, &t.topic_name.0));
-    let named = allowed.into_iter().map(|t| (t.topic_name.0.to_string(), t.partitions.iter().map(|p| (p.partition_index, p.start_offset)).collect())).collect();
+    let named = allowed
+        .into_iter()
+        .map(|t| (t.topic_name.0.to_string(), t.partitions.iter().map(|p| (p.partition_index, p.start_offset)).collect()))
+        .collect();
     let result = match offsets::alter(&**ctx.broker, &ctx.broker.shares, &group, named).await {
         Ok(r) => r,
         Err(e) => return fail(e),
@@ -108,8 +118,10 @@ pub async fn alter(ctx: &Ctx<'_>, req: AlterShareGroupOffsetsRequest) -> AlterSh
         })
         .collect();
     for t in denied {
-        let refused = t.partitions.iter().map(|p| answer(p.partition_index, Some(Error::TopicAuthorizationFailed(t.topic_name.0.to_string()))));
-        topics.push(AlterShareGroupOffsetsResponseTopic::default().with_topic_name(t.topic_name.clone()).with_partitions(refused.collect()));
+        let refused =
+            t.partitions.iter().map(|p| answer(p.partition_index, Some(Error::TopicAuthorizationFailed(t.topic_name.0.to_string()))));
+        topics
+            .push(AlterShareGroupOffsetsResponseTopic::default().with_topic_name(t.topic_name.clone()).with_partitions(refused.collect()));
     }
     AlterShareGroupOffsetsResponse::default().with_responses(topics)
 }

@@ -67,7 +67,8 @@ pub async fn describe(host: &dyn ShareHost, group: &str, topics: Option<Vec<(Str
         }
     }
     let states = persister::each_coordinator(host, group, &tps, Batch::Summary).await;
-    let with_lag: Vec<Tp> = states.iter().filter_map(|(tp, s)| s.as_ref().ok()?.as_ref().filter(|s| s.start_offset >= 0).map(|_| *tp)).collect();
+    let with_lag: Vec<Tp> =
+        states.iter().filter_map(|(tp, s)| s.as_ref().ok()?.as_ref().filter(|s| s.start_offset >= 0).map(|_| *tp)).collect();
     let latest = latest_offsets(host, &with_lag).await;
     let mut out = Vec::new();
     for (name, parts) in named {
@@ -148,8 +149,12 @@ async fn list_latest(host: &dyn ShareHost, leader: i32, parts: &[(String, Tp)]) 
         topics
             .into_iter()
             .map(|(name, ps)| {
-                let ps = ps.into_iter().map(|p| ListOffsetsPartition::default().with_partition_index(p).with_current_leader_epoch(-1).with_timestamp(LATEST));
-                ListOffsetsTopic::default().with_name(kafka_protocol::protocol::StrBytes::from_string(name.to_string()).into()).with_partitions(ps.collect())
+                let ps = ps
+                    .into_iter()
+                    .map(|p| ListOffsetsPartition::default().with_partition_index(p).with_current_leader_epoch(-1).with_timestamp(LATEST));
+                ListOffsetsTopic::default()
+                    .with_name(kafka_protocol::protocol::StrBytes::from_string(name.to_string()).into())
+                    .with_partitions(ps.collect())
             })
             .collect(),
     );
@@ -241,7 +246,9 @@ pub async fn delete(host: &dyn ShareHost, shares: &ShareCoordinator, group: &str
         let error = match states.values().find_map(|s| s.as_ref().err()) {
             Some(e) => failed(e.clone()),
             None if held.is_empty() => Some((Error::UnknownTopicOrPartition, "There is no offset information to delete.".into())),
-            None => persister::each_coordinator(host, group, &held, Batch::Delete).await.into_values().find_map(|r| r.err()).and_then(failed),
+            None => {
+                persister::each_coordinator(host, group, &held, Batch::Delete).await.into_values().find_map(|r| r.err()).and_then(failed)
+            }
         };
         out.push(Deleted { name, id, error });
     }

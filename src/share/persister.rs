@@ -18,9 +18,9 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::coordinator::{coordinator_key, StateCoordinator};
+use super::group::Tp;
 use super::partition::SharePartition;
 use super::state::{PersistedBatch, ShareState, StateKey, Written};
-use super::group::Tp;
 use super::{Key, ShareCoordinator, ShareHost};
 use crate::error::{Error, Result};
 
