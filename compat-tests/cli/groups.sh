@@ -3,7 +3,9 @@
 # (org.apache.kafka.tools.consumer.group.ConsumerGroupCommand from kafka-tools 4.4.0, the same
 # ./lib jars that run.sh fetches). A small Java client, compiled here against lib/, produces,
 # commits offsets for part of a topic, holds a live membership and reads the group back.
-# Then kafka-configs --entity-type groups sets, describes and deletes group configs.
+# Then kafka-share-groups (ShareGroupCommand) resets, describes and deletes a share group's offsets
+# under a KafkaShareConsumer, and kafka-configs --entity-type groups sets, describes and deletes
+# group configs.
 #
 #   compat-tests/cli/groups.sh
 #
@@ -120,6 +122,8 @@ import org.apache.kafka.common.serialization.*;
  * GroupClient BOOTSTRAP commit TOPIC GROUP P:OFFSET,...           subscribe, read up to the offsets, commitSync them
  * GroupClient BOOTSTRAP hold TOPIC GROUP STOPFILE                 stay a member (prints "joined") until STOPFILE exists
  * GroupClient BOOTSTRAP read TOPIC GROUP COUNT                     subscribe, print "P O" per record, no commit
+ * GroupClient BOOTSTRAP share-read TOPIC GROUP COUNT               a share consumer: accept and print "P O V" per record
+ * GroupClient BOOTSTRAP share-hold TOPIC GROUP STOPFILE            a share consumer stays a member until STOPFILE exists
  */
 public class GroupClient {
     public static void main(String[] a) throws Exception {
@@ -196,8 +200,50 @@ public class GroupClient {
                     }
                 }
             }
+            case "share-read" -> {
+                int want = Integer.parseInt(a[4]);
+                try (KafkaShareConsumer<String, String> c = shareConsumer(boot, a[3])) {
+                    c.subscribe(List.of(topic));
+                    int n = 0;
+                    long deadline = System.nanoTime() + 30_000_000_000L;
+                    long settleEnd = Long.MAX_VALUE;
+                    while (System.nanoTime() < Math.min(deadline, settleEnd)) {
+                        for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                            System.out.println(r.partition() + " " + r.offset() + " " + r.value());
+                            c.acknowledge(r, AcknowledgeType.ACCEPT);
+                            n++;
+                        }
+                        c.commitSync(Duration.ofSeconds(10));
+                        if (n >= want && settleEnd == Long.MAX_VALUE) settleEnd = System.nanoTime() + 1_000_000_000L;
+                    }
+                }
+            }
+            case "share-hold" -> {
+                try (KafkaShareConsumer<String, String> c = shareConsumer(boot, a[3])) {
+                    c.subscribe(List.of(topic));
+                    long deadline = System.nanoTime() + 120_000_000_000L;
+                    boolean announced = false;
+                    while (!Files.exists(Path.of(a[4])) && System.nanoTime() < deadline) {
+                        c.poll(Duration.ofMillis(100));
+                        if (!announced) {
+                            System.out.println("joined");
+                            System.out.flush();
+                            announced = true;
+                        }
+                    }
+                }
+            }
             default -> throw new IllegalArgumentException(mode);
         }
+    }
+
+    static KafkaShareConsumer<String, String> shareConsumer(String boot, String group) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", boot);
+        p.put("group.id", group);
+        p.put("client.id", "cli-groups-share");
+        p.put("share.acknowledgement.mode", "explicit");
+        return new KafkaShareConsumer<>(p, new StringDeserializer(), new StringDeserializer());
     }
 
     static KafkaConsumer<String, String> consumer(String boot, String group) {
@@ -420,6 +466,87 @@ if groups_cmd --list >"$out" 2>"$err" && ! grep -qx "$group" "$out"; then
     pass "--list no longer shows $group"
 else
     fail "--list no longer shows $group" "$out" "$err"
+fi
+
+# ------------------------------------------------------------------ kafka-share-groups: share-group offsets
+# org.apache.kafka.tools.consumer.group.ShareGroupCommand (kafka-share-groups.sh) on a share group:
+# offsets set before first use (the group is created, as in Kafka 4.4), described with their lag,
+# seen by a KafkaShareConsumer that joins afterwards, refused while the group has a member,
+# reset to an offset, a date and the end, deleted, and the group deleted.
+SHARE_CMD=org.apache.kafka.tools.consumer.group.ShareGroupCommand
+share_cmd() { tool "$SHARE_CMD" --bootstrap-server "$bootstrap" "$@"; }
+sgroup="cli-share"
+share_reset() { # expected NEW-OFFSET rows, tool args...
+    local want="$1"
+    shift
+    if share_cmd --reset-offsets --execute --group "$sgroup" "$@" >"$out" 2>"$err" && [ "$(table "$out" NEW-OFFSET)" = "$want" ]; then
+        pass "kafka-share-groups --reset-offsets $*: NEW-OFFSET $(echo "$want" | awk '{print $2}' | tr '\n' ' ')"
+    else
+        fail "kafka-share-groups --reset-offsets $*" "$out" "$err"
+    fi
+}
+share_describe() { # expected "PARTITION START-OFFSET LAG" rows, what it shows
+    if share_cmd --describe --group "$sgroup" >"$out" 2>"$err" && [ "$(table "$out" START-OFFSET LAG)" = "$1" ]; then
+        pass "kafka-share-groups --describe: $2"
+    else
+        printf 'expected (PARTITION START-OFFSET LAG):\n%s\n' "$1" >"$tmp/diff"
+        fail "kafka-share-groups --describe: $2" "$tmp/diff" "$out" "$err"
+    fi
+}
+share_read() { # count, expected "P O V" lines, what it shows
+    if client share-read "$topic" "$sgroup" "$1" >"$out" 2>"$err" && [ "$(sort -k1,1n -k2,2n "$out")" = "$2" ]; then
+        pass "a KafkaShareConsumer in $sgroup: $3"
+    else
+        diff <(echo "$2") <(sort -k1,1n -k2,2n "$out") >"$tmp/diff"
+        fail "a KafkaShareConsumer in $sgroup: $3" "$tmp/diff" "$err"
+    fi
+}
+share_reset "$(printf '0 0\n1 0\n2 0')" --to-earliest --topic "$topic"
+share_describe "$(printf '0 0 10\n1 0 10\n2 0 10')" "START-OFFSET 0, LAG 10 on every partition of the new group"
+share_read $((3 * per)) "$(for p in 0 1 2; do for i in $(seq 0 $((per - 1))); do echo "$p $i p$p-$i"; done; done)" \
+    "read every record once from the reset offsets"
+share_describe "$(printf '0 10 0\n1 10 0\n2 10 0')" "START-OFFSET 10, LAG 0 once every record is accepted"
+
+stopfile="$tmp/stop-share-hold"
+client share-hold "$topic" "$sgroup" "$stopfile" >"$tmp/hold.out" 2>"$tmp/hold.err" &
+hold_pid=$!
+joined=0
+for _ in $(seq 1 300); do
+    if share_cmd --describe --group "$sgroup" --members >"$out" 2>/dev/null && grep -q cli-groups-share "$out"; then joined=1; break; fi
+    kill -0 "$hold_pid" 2>/dev/null || break
+    sleep 0.2
+done
+if [ "$joined" -eq 1 ]; then
+    share_cmd --reset-offsets --to-earliest --execute --topic "$topic" --group "$sgroup" >"$out" 2>"$err"
+    if grep -q "Share group '$sgroup' is not empty" "$out" "$err"; then
+        pass "kafka-share-groups --reset-offsets is refused while the share group has a member"
+    else
+        fail "kafka-share-groups --reset-offsets is refused while the share group has a member" "$out" "$err"
+    fi
+else
+    fail "a KafkaShareConsumer joined $sgroup (share-hold helper)" "$out" "$tmp/hold.out" "$tmp/hold.err"
+fi
+touch "$stopfile"
+for _ in $(seq 1 200); do kill -0 "$hold_pid" 2>/dev/null || break; sleep 0.1; done
+stop_pid "$hold_pid" 5
+hold_pid=""
+
+share_reset "1 5" --to-offset 5 --topic "$topic:1"
+share_read 5 "$(for i in $(seq 5 $((per - 1))); do echo "1 $i p1-$i"; done)" "read partition 1 again from offset 5, nothing else"
+share_reset "$(printf '0 0\n1 0\n2 0')" --to-datetime 2000-01-01T00:00:00.000 --topic "$topic"
+share_reset "$(printf '0 10\n1 10\n2 10')" --to-latest --topic "$topic"
+if share_cmd --delete-offsets --topic "$topic" --group "$sgroup" >"$out" 2>"$err" && grep -Eq "^$topic +Successful" "$out" \
+    && share_cmd --describe --group "$sgroup" >"$out" 2>"$err" && grep -q "Share group '$sgroup' has no offset information." "$out"; then
+    pass "kafka-share-groups --delete-offsets: then the group has no offset information"
+else
+    fail "kafka-share-groups --delete-offsets: then the group has no offset information" "$out" "$err"
+fi
+if share_cmd --delete --group "$sgroup" >"$out" 2>"$err" \
+    && grep -q "Deletion of requested share groups ('$sgroup') was successful." "$out" \
+    && share_cmd --list >"$out" 2>"$err" && ! grep -qx "$sgroup" "$out"; then
+    pass "kafka-share-groups --delete --group $sgroup; --list no longer shows it"
+else
+    fail "kafka-share-groups --delete --group $sgroup; --list no longer shows it" "$out" "$err"
 fi
 
 # ------------------------------------------------------------------ kafka-configs --entity-type groups

@@ -29,9 +29,6 @@ OWED = {
     79: "20 (share groups: ShareAcknowledge v2)",
     80: "19 (raft voters: AddRaftVoter)",
     81: "19 (raft voters: RemoveRaftVoter)",
-    90: "20 (share groups: DescribeShareGroupOffsets)",
-    91: "20 (share groups: AlterShareGroupOffsets)",
-    92: "20 (share groups: DeleteShareGroupOffsets)",
     94: "19 (UnregisterController)",
 }
 

@@ -27,6 +27,7 @@ mod sasl;
 mod scram;
 mod share_fetch;
 mod share_groups;
+mod share_offsets;
 mod share_state;
 mod telemetry;
 mod streams_groups;
@@ -309,6 +310,9 @@ apis! {
     WriteShareGroupState: WriteShareGroupStateRequest => share_state::write_state [0, 1] always;
     DeleteShareGroupState: DeleteShareGroupStateRequest => share_state::delete_state [0, 0] always;
     ReadShareGroupStateSummary: ReadShareGroupStateSummaryRequest => share_state::read_summary [0, 1] always;
+    DescribeShareGroupOffsets: DescribeShareGroupOffsetsRequest => share_offsets::describe [0, 1] always;
+    AlterShareGroupOffsets: AlterShareGroupOffsetsRequest => share_offsets::alter [0, 0] always;
+    DeleteShareGroupOffsets: DeleteShareGroupOffsetsRequest => share_offsets::delete [0, 0] always;
     StreamsGroupHeartbeat: StreamsGroupHeartbeatRequest => streams_groups::heartbeat [0, 1] always;
     StreamsGroupDescribe: StreamsGroupDescribeRequest => streams_groups::describe [0, 1] always;
     StreamsGroupTopologyDescriptionUpdate: StreamsGroupTopologyDescriptionUpdateRequest => streams_groups::topology_description_update [0, 0] always;

@@ -88,6 +88,9 @@ top_level!(ShareGroupHeartbeatResponse, ShareFetchResponse, ShareAcknowledgeResp
 // UpdateFeatures: the whole request fails with its top-level code; per-feature codes only echo it.
 top_level!(UpdateFeaturesResponse, GetTelemetrySubscriptionsResponse, PushTelemetryResponse);
 not_walked!(ShareGroupDescribeResponse);
+// Share-group offsets: the top-level codes; per-topic and per-partition codes are not walked.
+top_level!(AlterShareGroupOffsetsResponse, DeleteShareGroupOffsetsResponse);
+not_walked!(DescribeShareGroupOffsetsResponse);
 
 // Streams groups (KIP-1071): the top-level code; per-group codes of describe are not walked.
 top_level!(StreamsGroupHeartbeatResponse, StreamsGroupTopologyDescriptionUpdateResponse);

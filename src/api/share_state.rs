@@ -125,7 +125,7 @@ pub async fn delete_state(ctx: &Ctx<'_>, req: DeleteShareGroupStateRequest) -> D
 pub async fn read_summary(ctx: &Ctx<'_>, req: ReadShareGroupStateSummaryRequest) -> ReadShareGroupStateSummaryResponse {
     let b = &**ctx.broker;
     let results = each_partition!(ctx, req.topics, |t, p, r|
-        b.share_state.summary(b, &key(&req.group_id, t.topic_id, p.partition), p.leader_epoch).await
+        b.share_state.summary(b, &key(&req.group_id, t.topic_id, p.partition)).await
         => {
             let r: Result<Option<ShareState>> = r;
             let (code, message) = outcome(&r);

@@ -138,9 +138,9 @@ impl StateCoordinator {
     }
 
     /// ReadShareGroupStateSummary.
-    pub async fn summary(&self, host: &dyn ShareHost, key: &StateKey, leader_epoch: i32) -> Result<Option<ShareState>> {
+    pub async fn summary(&self, host: &dyn ShareHost, key: &StateKey) -> Result<Option<ShareState>> {
         let (p, min_isr) = self.check(host, key)?;
-        let state = self.store.lock().summary(key, leader_epoch)?;
+        let state = self.store.lock().summary(key)?;
         durable(&p, min_isr).await?;
         Ok(state)
     }

@@ -13,6 +13,7 @@
 
 pub mod coordinator;
 pub mod group;
+pub mod offsets;
 pub mod partition;
 pub mod persister;
 pub mod session;
@@ -165,6 +166,27 @@ impl ShareCoordinator {
                 led.changed(n > 0);
             }
         }
+        drop_if_idle(inner, group_id);
+    }
+
+    /// AlterShareGroupOffsets' group: created empty when it does not exist, as Kafka does
+    /// (offsets may be set before a group is first used); NON_EMPTY_GROUP when it has
+    /// members, whose share partitions would not see the change.
+    pub fn ensure_empty_group(&self, group_id: &str) -> Result<()> {
+        if group_id.is_empty() {
+            return Err(Error::InvalidRequest("GroupId can't be empty.".into()));
+        }
+        let mut inner = self.inner.lock();
+        let g = inner.groups.entry(group_id.to_string()).or_insert_with(|| {
+            // Epoch 1: a group that exists (a failed first heartbeat drops epoch-0 groups).
+            let mut g = ShareGroup::new(group_id);
+            (g.epoch, g.assignment_epoch) = (1, 1);
+            g
+        });
+        if !g.members.is_empty() {
+            return Err(Error::NonEmptyGroup(format!("share group {group_id} has members")));
+        }
+        Ok(())
     }
 
     /// Session timeouts and lock timeouts. Returns how many records came back.
@@ -293,6 +315,7 @@ impl ShareCoordinator {
                     led.changed(n > 0);
                 }
             }
+            drop_if_idle(&mut inner, group_id);
         }
         Ok(step)
     }
@@ -374,6 +397,18 @@ impl ShareCoordinator {
     }
 }
 
+/// Forgets the share partitions of `group_id` once no member has a share session here,
+/// as Kafka's SharePartitionManager drops a group's share partitions when it empties on
+/// a broker: the next member reads them again, so offsets reset or deleted meanwhile
+/// (only an empty group's may be) take effect. Nothing durable is lost: what changed
+/// since the last write is records given back, which the durable state already holds as
+/// available.
+fn drop_if_idle(inner: &mut Inner, group_id: &str) {
+    if !inner.sessions.has_group(group_id) {
+        inner.partitions.retain(|(g, _, _), _| g != group_id);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -401,8 +436,12 @@ mod tests {
         c.session_step("g", "a", 0, &[tp], &[]).unwrap();
         assert_eq!(c.acquire("g", "a", tp, &[batch(0, 1)], &[], 10, 0).len(), 1);
         c.session_step("g", "a", -1, &[], &[]).unwrap();
-        assert_eq!(c.partition_state("g", tp).unwrap().1[0].state, partition::RecordState::Available);
+        // The group's last session here closed: its share partitions are read again next time.
+        assert!(c.partition_state("g", tp).is_none());
+        c.install("g", tp, 0, 0, SharePartition::new(0));
+        c.session_step("g", "a", 0, &[tp], &[]).unwrap();
         c.acquire("g", "a", tp, &[batch(0, 1)], &[], 10, 0);
+        c.session_step("g", "b", 0, &[tp], &[]).unwrap();
         c.heartbeat("g", Heartbeat { member_id: "a".into(), epoch: -1, ..Default::default() }, &topics(), 0).unwrap();
         assert_eq!(c.partition_state("g", tp).unwrap().1[0].state, partition::RecordState::Available);
         assert_eq!(c.list(), vec![("g".to_string(), "Empty")]);
@@ -417,6 +456,8 @@ mod tests {
         let c = ShareCoordinator::new(gc, ShareConfig { record_lock_duration_ms: 50, ..Default::default() }, 10);
         let tp = (Uuid::from_u128(1), 0);
         c.heartbeat("g", join("a"), &topics(), 0).unwrap();
+        // Another member's session keeps the group's share partitions in memory.
+        c.session_step("g", "z", 0, &[tp], &[]).unwrap();
         c.install("g", tp, 0, 0, SharePartition::new(0));
         c.acquire("g", "a", tp, &[batch(0, 0)], &[], 10, 0);
         assert_eq!(c.dirty().len(), 1);

@@ -8,14 +8,17 @@
 
 use std::time::Duration;
 
+use std::collections::BTreeMap;
+
 use kafka_protocol::messages::{
     delete_share_group_state_request as del, initialize_share_group_state_request as init, read_share_group_state_request as read,
-    write_share_group_state_request as write, DeleteShareGroupStateRequest, InitializeShareGroupStateRequest, ReadShareGroupStateRequest,
-    WriteShareGroupStateRequest,
+    read_share_group_state_summary_request as summary, write_share_group_state_request as write, DeleteShareGroupStateRequest,
+    InitializeShareGroupStateRequest, ReadShareGroupStateRequest, ReadShareGroupStateSummaryRequest, WriteShareGroupStateRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 
 use super::coordinator::{coordinator_key, StateCoordinator};
+use super::group::Tp;
 use super::partition::SharePartition;
 use super::state::{PersistedBatch, ShareState, StateKey, Written};
 use super::{Key, ShareCoordinator, ShareHost};
@@ -105,37 +108,137 @@ pub async fn flush_dirty(host: &dyn ShareHost, shares: &ShareCoordinator) {
 /// Deletes the group's state of every share partition in `tps` (DeleteGroups of a share
 /// group), one DeleteShareGroupState per share coordinator; a partition whose state was
 /// never written needs nothing. Returns the first failure.
-pub async fn delete_group(host: &dyn ShareHost, group: &str, tps: &[super::group::Tp]) -> Result<()> {
+pub async fn delete_group(host: &dyn ShareHost, group: &str, tps: &[Tp]) -> Result<()> {
+    let out = each_coordinator(host, group, tps, Batch::Delete).await;
+    out.into_values().find_map(|r| r.err()).map_or(Ok(()), Err)
+}
+
+/// What [`each_coordinator`] asks of every share partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Batch {
+    /// ReadShareGroupStateSummary: the state, None when the partition has none.
+    Summary,
+    /// DeleteShareGroupState.
+    Delete,
+}
+
+/// One partition's outcome of a [`Batch`].
+pub type Outcome = Result<Option<ShareState>>;
+
+/// `op` on the group's state of every partition in `tps`, one request per share
+/// coordinator (the group coordinator's side of the persister: describing, resetting and
+/// deleting offsets). Partitions whose coordinator is moving are looked up and tried
+/// again for a while. With no `__share_group_state` yet, no partition has a state.
+pub async fn each_coordinator(host: &dyn ShareHost, group: &str, tps: &[Tp], op: Batch) -> BTreeMap<Tp, Outcome> {
+    let mut out = BTreeMap::new();
     if host.replicas().topic(crate::metadata::names::SHARE_STATE_TOPIC).is_none() {
-        return Ok(()); // no share partition ever wrote a state
+        return tps.iter().map(|tp| (*tp, Ok(None))).collect();
     }
-    let sc = host.share_state();
-    let mut by_node: std::collections::BTreeMap<i32, Vec<super::group::Tp>> = std::collections::BTreeMap::new();
-    for tp in tps {
-        let (node, _, _) = sc.coordinator_of(host, &coordinator_key(&(group.to_string(), tp.0, tp.1)))?;
-        by_node.entry(node).or_default().push(*tp);
-    }
-    for (node, tps) in by_node {
-        if node == host.node_id() {
-            for tp in tps {
-                sc.delete(host, &(group.to_string(), tp.0, tp.1)).await?;
+    let deadline = tokio::time::Instant::now() + RETRY_FOR;
+    let mut todo: Vec<Tp> = tps.to_vec();
+    loop {
+        let sc = host.share_state();
+        let mut by_node: BTreeMap<i32, Vec<Tp>> = BTreeMap::new();
+        for tp in &todo {
+            match sc.coordinator_of(host, &coordinator_key(&(group.to_string(), tp.0, tp.1))) {
+                Ok((node, _, _)) => by_node.entry(node).or_default().push(*tp),
+                Err(e) => {
+                    out.insert(*tp, Err(e));
+                }
             }
-            continue;
         }
-        let addr = host.broker_address(node).ok_or(Error::CoordinatorNotAvailable)?;
-        let mut topics: std::collections::BTreeMap<uuid::Uuid, Vec<del::PartitionData>> = std::collections::BTreeMap::new();
-        for (t, p) in tps {
-            topics.entry(t).or_default().push(del::PartitionData::default().with_partition(p));
+        for (node, tps) in by_node {
+            let mut got = on_node(host, node, group, &tps, op).await;
+            for tp in tps {
+                out.insert(tp, got.remove(&tp).unwrap_or(Err(Error::CoordinatorNotAvailable)));
+            }
         }
-        let req = DeleteShareGroupStateRequest::default()
-            .with_group_id(StrBytes::from_string(group.to_string()))
-            .with_topics(topics.into_iter().map(|(t, ps)| del::DeleteStateData::default().with_topic_id(t).with_partitions(ps)).collect());
-        let resp = host.peers().call(node, &addr, host.node_id(), 0, &req, CALL_TIMEOUT).await?;
-        if let Some(e) = resp.results.iter().flat_map(|t| &t.partitions).find_map(|p| Error::from_code(p.error_code)) {
-            return Err(e);
+        todo = out.iter().filter(|(_, r)| r.as_ref().is_err_and(|e| retriable(e.code()))).map(|(tp, _)| *tp).collect();
+        if todo.is_empty() || tokio::time::Instant::now() + RETRY_BACKOFF >= deadline {
+            return out;
+        }
+        tokio::time::sleep(RETRY_BACKOFF).await;
+    }
+}
+
+/// One [`Batch`] on share coordinator `node`: this broker's own, or one request to another.
+async fn on_node(host: &dyn ShareHost, node: i32, group: &str, tps: &[Tp], op: Batch) -> BTreeMap<Tp, Outcome> {
+    let sc = host.share_state();
+    if node == host.node_id() {
+        let mut out = BTreeMap::new();
+        for tp in tps {
+            let key = (group.to_string(), tp.0, tp.1);
+            let r = match op {
+                Batch::Summary => sc.summary(host, &key).await,
+                Batch::Delete => sc.delete(host, &key).await.map(|()| None),
+            };
+            out.insert(*tp, r);
+        }
+        return out;
+    }
+    match remote(host, node, group, tps, op).await {
+        Ok(out) => out,
+        Err(e) => tps.iter().map(|tp| (*tp, Err(e.clone()))).collect(),
+    }
+}
+
+async fn remote(host: &dyn ShareHost, node: i32, group: &str, tps: &[Tp], op: Batch) -> Result<BTreeMap<Tp, Outcome>> {
+    let addr = host.broker_address(node).ok_or(Error::CoordinatorNotAvailable)?;
+    let mut topics: BTreeMap<uuid::Uuid, Vec<i32>> = BTreeMap::new();
+    for (t, p) in tps {
+        topics.entry(*t).or_default().push(*p);
+    }
+    let group = StrBytes::from_string(group.to_string());
+    let (me, peers) = (host.node_id(), host.peers());
+    let mut out = BTreeMap::new();
+    match op {
+        Batch::Summary => {
+            let data = topics.into_iter().map(|(t, ps)| {
+                let parts = ps.into_iter().map(|p| summary::PartitionData::default().with_partition(p).with_leader_epoch(-1));
+                summary::ReadStateSummaryData::default().with_topic_id(t).with_partitions(parts.collect())
+            });
+            let req = ReadShareGroupStateSummaryRequest::default().with_group_id(group).with_topics(data.collect());
+            let resp = peers.call(node, &addr, me, 1, &req, CALL_TIMEOUT).await?;
+            for t in resp.results {
+                for p in t.partitions {
+                    let r = match Error::from_code(p.error_code) {
+                        Some(e) => Err(e),
+                        // The answer for a partition without a state.
+                        None if p.start_offset < 0 && p.state_epoch == 0 => Ok(None),
+                        None => Ok(Some(ShareState {
+                            snapshot_epoch: -1,
+                            state_epoch: p.state_epoch,
+                            leader_epoch: p.leader_epoch,
+                            start_offset: p.start_offset,
+                            delivery_complete_count: p.delivery_complete_count,
+                            batches: Vec::new(),
+                        })),
+                    };
+                    out.insert((t.topic_id, p.partition), r);
+                }
+            }
+        }
+        Batch::Delete => {
+            let data = topics.into_iter().map(|(t, ps)| {
+                let parts = ps.into_iter().map(|p| del::PartitionData::default().with_partition(p));
+                del::DeleteStateData::default().with_topic_id(t).with_partitions(parts.collect())
+            });
+            let req = DeleteShareGroupStateRequest::default().with_group_id(group).with_topics(data.collect());
+            let resp = peers.call(node, &addr, me, 0, &req, CALL_TIMEOUT).await?;
+            for t in resp.results {
+                for p in t.partitions {
+                    out.insert((t.topic_id, p.partition), Error::from_code(p.error_code).map_or(Ok(None), Err));
+                }
+            }
         }
     }
-    Ok(())
+    Ok(out)
+}
+
+/// InitializeShareGroupState for AlterShareGroupOffsets: the share partition starts over
+/// at `start_offset` under `state_epoch`, which must be newer than its state's.
+pub async fn initialize(host: &dyn ShareHost, key: &Key, state_epoch: i32, start_offset: i64) -> Result<()> {
+    call(host, key, Call::Initialize { state_epoch, start_offset }).await.map(|_| ())
 }
 
 /// What the share client is told when its state could not be read or written: a leader

@@ -100,6 +100,11 @@ impl SessionCache {
         }
     }
 
+    /// Does any member of `group` have a session here?
+    pub fn has_group(&self, group: &str) -> bool {
+        self.sessions.keys().any(|(g, _)| g == group)
+    }
+
     /// Drops every session of `member` (it left the group); returns their partitions.
     pub fn remove_member(&mut self, group: &str, member: &str) -> Option<BTreeSet<Tp>> {
         self.sessions.remove(&(group.to_string(), member.to_string())).map(|s| s.partitions)

@@ -138,7 +138,8 @@ impl StateStore {
     /// ReadShareGroupState: the state (None when uninitialized), after fencing leaders
     /// older than one seen before; the reader's epoch is then the one to beat.
     pub fn read(&mut self, key: &StateKey, leader_epoch: i32) -> Result<Option<ShareState>> {
-        let state = self.summary(key, leader_epoch)?;
+        self.check_leader(key, leader_epoch)?;
+        let state = self.summary(key)?;
         if state.is_some() {
             let e = self.leader_epochs.entry(key.clone()).or_insert(leader_epoch);
             *e = (*e).max(leader_epoch);
@@ -146,10 +147,10 @@ impl StateStore {
         Ok(state)
     }
 
-    /// ReadShareGroupStateSummary: the state, fencing older leaders, recording nothing.
-    pub fn summary(&self, key: &StateKey, leader_epoch: i32) -> Result<Option<ShareState>> {
+    /// ReadShareGroupStateSummary: the state, recording nothing. As in Kafka 4.4 it fences
+    /// no leader: the group coordinator, which reads it to describe offsets, has no epoch.
+    pub fn summary(&self, key: &StateKey) -> Result<Option<ShareState>> {
         check_partition(key)?;
-        self.check_leader(key, leader_epoch)?;
         Ok(self.states.get(key).map(|e| e.state.clone()))
     }
 

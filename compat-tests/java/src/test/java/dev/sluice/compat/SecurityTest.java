@@ -114,6 +114,7 @@ class SecurityTest {
                 allow(ResourceType.TOPIC, "app.", PatternType.PREFIXED, AclOperation.READ),
                 allow(ResourceType.TOPIC, "app.", PatternType.PREFIXED, AclOperation.DESCRIBE),
                 allow(ResourceType.GROUP, "app-group", PatternType.LITERAL, AclOperation.READ),
+                allow(ResourceType.GROUP, "app-share", PatternType.LITERAL, AclOperation.READ),
                 allow(ResourceType.TRANSACTIONAL_ID, "app-tx", PatternType.LITERAL, AclOperation.WRITE));
         get(admin.createAcls(created).all());
     }
@@ -242,6 +243,22 @@ class SecurityTest {
             TopicAuthorizationException e = expectFailure(TopicAuthorizationException.class,
                     p.send(new ProducerRecord<>("locked", "no")));
             assertEquals(Set.of("locked"), e.unauthorizedTopics());
+        }
+    }
+
+    @Test
+    void shareGroupOffsetsNeedTheGroupAndTopicAcls() throws Exception {
+        TopicPartition events = new TopicPartition("app.events", 0);
+        TopicPartition locked = new TopicPartition("locked", 0);
+        try (Admin app = Clients.admin(broker.bootstrap(), scram("app", "app-secret"))) {
+            expectFailure(GroupAuthorizationException.class, app.alterShareGroupOffsets("not-my-group", Map.of(events, 0L)).all());
+            expectFailure(GroupAuthorizationException.class, app.deleteShareGroupOffsets("not-my-group", Set.of("app.events")).all());
+            expectFailure(GroupAuthorizationException.class,
+                    app.listShareGroupOffsets(Map.of("not-my-group", new org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec())).all());
+            // READ on the group: each topic needs READ too.
+            var altered = app.alterShareGroupOffsets("app-share", Map.of(events, 0L, locked, 0L));
+            get(altered.partitionResult(events));
+            expectFailure(TopicAuthorizationException.class, altered.partitionResult(locked));
         }
     }
 
