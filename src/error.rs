@@ -215,6 +215,9 @@ pub enum Error {
     InvalidShareSessionEpoch { got: i32, expected: i32 },
     #[error("the limit of share sessions has been reached")]
     ShareSessionLimitReached,
+    /// A request Kafka fails with an unexpected exception (e.g. an unknown ShareAcquireMode).
+    #[error("{0}")]
+    UnknownServerError(String),
     #[error("another broker answered error code {0}")]
     Remote(i16),
 }
@@ -338,6 +341,7 @@ impl Error {
             ShareSessionNotFound => ResponseError::ShareSessionNotFound,
             InvalidShareSessionEpoch { .. } => ResponseError::InvalidShareSessionEpoch,
             ShareSessionLimitReached => ResponseError::ShareSessionLimitReached,
+            UnknownServerError(_) => ResponseError::UnknownServerError,
             Remote(c) => ResponseError::try_from_code(*c).unwrap_or(ResponseError::UnknownServerError),
         }
     }

@@ -118,13 +118,13 @@ fn api_versions_lists_only_built_apis() {
         [(2, 1, 11), (8, 2, 10), (9, 1, 10), (18, 0, 5), (27, 1, 2), (28, 0, 6), (42, 0, 3), (75, 0, 0)],
         "Kafka 4.4's versions"
     );
-    // Share groups: heartbeat, describe, fetch and acknowledge at v1 only (v2 is owed), and
-    // the share-coordinator state APIs at Kafka 4.4's versions.
+    // Share groups: heartbeat and describe at v1, fetch and acknowledge at v1-2, and the
+    // share-coordinator state APIs, all at Kafka 4.4's versions.
     let share_versions: Vec<(i16, i16, i16)> =
         r.api_keys.iter().filter(|k| (76..=87).contains(&k.api_key)).map(|k| (k.api_key, k.min_version, k.max_version)).collect();
     assert_eq!(
         share_versions,
-        [(76, 1, 1), (77, 1, 1), (78, 1, 1), (79, 1, 1), (83, 0, 0), (84, 0, 0), (85, 0, 1), (86, 0, 0), (87, 0, 1)],
+        [(76, 1, 1), (77, 1, 1), (78, 1, 2), (79, 1, 2), (83, 0, 0), (84, 0, 0), (85, 0, 1), (86, 0, 0), (87, 0, 1)],
         "share group APIs"
     );
 }

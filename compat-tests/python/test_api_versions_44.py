@@ -25,8 +25,6 @@ VERSIONS_FILE = Path(os.environ.get(
 OWED = {
     34: "19 (log dirs: AlterReplicaLogDirs)",
     35: "19 (log dirs: DescribeLogDirs v1-5)",
-    78: "20 (share groups: ShareFetch v2)",
-    79: "20 (share groups: ShareAcknowledge v2)",
     80: "19 (raft voters: AddRaftVoter)",
     81: "19 (raft voters: RemoveRaftVoter)",
     94: "19 (UnregisterController)",

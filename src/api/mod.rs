@@ -303,8 +303,8 @@ apis! {
     PushTelemetry: PushTelemetryRequest => telemetry::push [0, 0] always;
     ShareGroupHeartbeat: ShareGroupHeartbeatRequest => share_groups::heartbeat [1, 1] always;
     ShareGroupDescribe: ShareGroupDescribeRequest => share_groups::describe [1, 1] always;
-    ShareFetch: ShareFetchRequest => share_fetch::share_fetch [1, 1] always;
-    ShareAcknowledge: ShareAcknowledgeRequest => share_fetch::share_acknowledge [1, 1] always;
+    ShareFetch: ShareFetchRequest => share_fetch::share_fetch [1, 2] always;
+    ShareAcknowledge: ShareAcknowledgeRequest => share_fetch::share_acknowledge [1, 2] always;
     InitializeShareGroupState: InitializeShareGroupStateRequest => share_state::initialize [0, 0] always;
     ReadShareGroupState: ReadShareGroupStateRequest => share_state::read_state [0, 0] always;
     WriteShareGroupState: WriteShareGroupStateRequest => share_state::write_state [0, 1] always;

@@ -5,6 +5,8 @@
 //! append or a released record, up to `max_wait_ms`. A share partition is read from its
 //! share coordinator on first use; acquisitions and acknowledgements are answered only
 //! once the coordinator has them (else the partition, or its acknowledgement, fails).
+//! v2 (KIP-1206, KIP-1222) adds the acquire mode and RENEW acknowledgements: a request
+//! that says `IsRenewAck` only acknowledges, and fetches nothing.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,7 +22,7 @@ use crate::auth::Operation;
 use crate::error::{Error, Result};
 use crate::log::batch::{BatchHeader, HEADER_LEN};
 use crate::share::group::Tp;
-use crate::share::partition::{AbortedTxn, Acquired, LogBatch};
+use crate::share::partition::{check_ack_batches, AbortedTxn, AcquireMode, Acquired, LogBatch};
 use crate::share::session::{FINAL_EPOCH, INITIAL_EPOCH};
 
 /// Records a fetch acquires when the client asks for no limit.
@@ -64,11 +66,18 @@ fn leader_of(ctx: &Ctx<'_>, tp: Tp) -> (i32, i32) {
 }
 
 /// Applies each partition's acknowledgements and writes them to the share coordinator;
-/// the error, if any, per partition.
-async fn acknowledge(ctx: &Ctx<'_>, group: &str, member: &str, acks: &BTreeMap<Tp, Acks>) -> BTreeMap<Tp, Option<Error>> {
+/// the error, if any, per partition. `is_renew_ack` is the request's flag (v2), which
+/// RENEW acknowledgements need.
+async fn acknowledge(
+    ctx: &Ctx<'_>,
+    group: &str,
+    member: &str,
+    acks: &BTreeMap<Tp, Acks>,
+    is_renew_ack: bool,
+) -> BTreeMap<Tp, Option<Error>> {
     let mut out = BTreeMap::new();
     for (tp, batches) in acks {
-        let r = match check_topic(ctx, *tp) {
+        let r = match check_ack_batches(batches, ctx.version >= 2, is_renew_ack).and_then(|()| check_topic(ctx, *tp)) {
             Ok(_) => acknowledge_partition(ctx, group, member, *tp, batches).await,
             Err(e) => Err(e),
         };
@@ -79,7 +88,7 @@ async fn acknowledge(ctx: &Ctx<'_>, group: &str, member: &str, acks: &BTreeMap<T
 
 async fn acknowledge_partition(ctx: &Ctx<'_>, group: &str, member: &str, tp: Tp, batches: &Acks) -> Result<()> {
     let loaded = ctx.broker.load_share_partition(group, tp).await?;
-    let applied = ctx.broker.shares.acknowledge(group, member, tp, batches);
+    let applied = ctx.broker.shares.acknowledge(group, member, tp, batches, crate::clock::now_ms());
     // Whatever part was applied is written before anyone hears of it.
     ctx.broker.flush_share_partition(group, tp, loaded).await?;
     applied
@@ -102,6 +111,7 @@ fn fetch_partition(
     tp: Tp,
     max_bytes: usize,
     max_records: usize,
+    mode: AcquireMode,
     waiter: &Arc<Notify>,
 ) -> Result<(Option<Bytes>, Vec<Acquired>)> {
     let shares = &ctx.broker.shares;
@@ -140,7 +150,7 @@ fn fetch_partition(
     let aborted: Vec<AbortedTxn> =
         data.aborted.iter().map(|a| AbortedTxn { producer_id: a.producer_id, first: a.first, last: a.last }).collect();
     let logs: Vec<LogBatch> = batches.iter().map(|(b, _)| *b).collect();
-    let acquired = shares.acquire(group, member, tp, &logs, &aborted, max_records, crate::clock::now_ms());
+    let acquired = shares.acquire(group, member, tp, &logs, &aborted, max_records, mode, crate::clock::now_ms());
     if acquired.is_empty() {
         return Ok((None, acquired));
     }
@@ -160,7 +170,14 @@ pub async fn share_fetch(ctx: &Ctx<'_>, req: ShareFetchRequest) -> ShareFetchRes
         Ok(ids) => ids,
         Err(e) => return fail(e),
     };
-    let lock_ms = ctx.broker.shares.share_config_for(&group).record_lock_duration_ms.clamp(0, i32::MAX as i64) as i32;
+    let is_renew_ack = ctx.version >= 2 && req.is_renew_ack;
+    if is_renew_ack {
+        // Checked before the share session, as Kafka does: a refused request moves no epoch.
+        if let Some(e) = renew_fetch_error(&req) {
+            return fail(e);
+        }
+    }
+    let lock_ms = lock_ms(ctx, &group);
     let shares = &ctx.broker.shares;
     let mut add = Vec::new();
     let mut acks: BTreeMap<Tp, Acks> = BTreeMap::new();
@@ -181,7 +198,7 @@ pub async fn share_fetch(ctx: &Ctx<'_>, req: ShareFetchRequest) -> ShareFetchRes
         if !shares.has_session(&group, &member) {
             return fail(Error::ShareSessionNotFound);
         }
-        for (tp, e) in acknowledge(ctx, &group, &member, &acks).await {
+        for (tp, e) in acknowledge(ctx, &group, &member, &acks, is_renew_ack).await {
             parts.insert(tp, PartOut { ack_error: e, leader: leader_of(ctx, tp), ..Default::default() });
         }
         if let Err(e) = shares.session_step(&group, &member, FINAL_EPOCH, &[], &[]) {
@@ -192,9 +209,20 @@ pub async fn share_fetch(ctx: &Ctx<'_>, req: ShareFetchRequest) -> ShareFetchRes
     if let Err(e) = shares.session_step(&group, &member, req.share_session_epoch, &add, &forget) {
         return fail(e);
     }
-    for (tp, e) in acknowledge(ctx, &group, &member, &acks).await {
+    for (tp, e) in acknowledge(ctx, &group, &member, &acks, is_renew_ack).await {
         parts.insert(tp, PartOut { ack_error: e, leader: leader_of(ctx, tp), ..Default::default() });
     }
+    if is_renew_ack {
+        return respond(parts, lock_ms);
+    }
+    let Some(mode) = AcquireMode::from_id(req.share_acquire_mode) else {
+        // Kafka fails the fetch (after the session and the acknowledgements) when it has
+        // partitions to read: its ShareAcquireMode.forId throws.
+        if shares.session_partitions(&group, &member).is_empty() {
+            return respond(parts, lock_ms);
+        }
+        return fail(Error::UnknownServerError(format!("Unknown share acquire mode id: {}", req.share_acquire_mode)));
+    };
     let max_records = if req.max_records > 0 { req.max_records as usize } else { DEFAULT_MAX_RECORDS };
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(req.max_wait_ms.max(0) as u64);
     let waiter = Arc::new(Notify::new());
@@ -207,7 +235,7 @@ pub async fn share_fetch(ctx: &Ctx<'_>, req: ShareFetchRequest) -> ShareFetchRes
                 break;
             }
             let r = match ctx.broker.load_share_partition(&group, tp).await {
-                Ok(loaded) => fetch_partition(ctx, &group, &member, tp, remaining.min(PARTITION_MAX_BYTES), records_left, &waiter)
+                Ok(loaded) => fetch_partition(ctx, &group, &member, tp, remaining.min(PARTITION_MAX_BYTES), records_left, mode, &waiter)
                     .map(|got| (loaded, got)),
                 Err(e) => Err(e),
             };
@@ -244,6 +272,18 @@ pub async fn share_fetch(ctx: &Ctx<'_>, req: ShareFetchRequest) -> ShareFetchRes
     // Partitions with nothing to say are left out, as Kafka's incremental answers do.
     parts.retain(|tp, p| p.error.is_some() || p.records.is_some() || acks.contains_key(tp));
     respond(parts, lock_ms)
+}
+
+/// The acquisition lock the group's members get, as responses report it.
+fn lock_ms(ctx: &Ctx<'_>, group: &str) -> i32 {
+    ctx.broker.shares.share_config_for(group).record_lock_duration_ms.clamp(0, i32::MAX as i64) as i32
+}
+
+/// A renew-only ShareFetch must ask for no records: Kafka's INVALID_REQUEST otherwise.
+fn renew_fetch_error(req: &ShareFetchRequest) -> Option<Error> {
+    let set = [("maxBytes", req.max_bytes), ("minBytes", req.min_bytes), ("maxRecords", req.max_records), ("maxWaitMs", req.max_wait_ms)];
+    let wrong: Vec<String> = set.iter().filter(|(_, v)| *v != 0).map(|(n, _)| format!("{n} must be set to 0")).collect();
+    (!wrong.is_empty()).then(|| Error::InvalidRequest(format!("{}, if isRenewAck is true.", wrong.join(", "))))
 }
 
 fn respond(parts: BTreeMap<Tp, PartOut>, lock_ms: i32) -> ShareFetchResponse {
@@ -300,7 +340,7 @@ pub async fn share_acknowledge(ctx: &Ctx<'_>, req: ShareAcknowledgeRequest) -> S
             acks.entry((t.topic_id, p.partition_index)).or_default().extend(batches);
         }
     }
-    let results = acknowledge(ctx, &group, &member, &acks).await;
+    let results = acknowledge(ctx, &group, &member, &acks, ctx.version >= 2 && req.is_renew_ack).await;
     if epoch == FINAL_EPOCH {
         if let Err(e) = shares.session_step(&group, &member, FINAL_EPOCH, &[], &[]) {
             return fail(e);
@@ -317,7 +357,8 @@ pub async fn share_acknowledge(ctx: &Ctx<'_>, req: ShareAcknowledgeRequest) -> S
         }
         topics.entry(topic).or_default().push(d);
     }
-    ShareAcknowledgeResponse::default().with_responses(
+    // v2 reports the lock a RENEW extended to (the field does not exist before).
+    ShareAcknowledgeResponse::default().with_acquisition_lock_timeout_ms(lock_ms(ctx, &group)).with_responses(
         topics.into_iter().map(|(t, ps)| sar::ShareAcknowledgeTopicResponse::default().with_topic_id(t).with_partitions(ps)).collect(),
     )
 }

@@ -118,6 +118,7 @@ fn overrides(
             max_record_locks: s.share_partition_max_record_locks,
             auto_offset_reset: s.share_auto_offset_reset,
             read_committed: s.share_read_committed,
+            renew_enabled: s.share_renew_acknowledge_enable,
         };
         shares.insert(group.clone(), (g, p));
     }

@@ -130,7 +130,7 @@ pub static GROUP_KEYS: &[GroupKeyDef] = &[
     gkey!("share.partition.max.record.locks", Int, Some("group.share.partition.max.record.locks"), None, false, Rule::AtLeast(100), Bound::Range("group.share.min.partition.max.record.locks", "group.share.max.partition.max.record.locks"), "Most in-flight records of one share partition."),
     gkey!("share.auto.offset.reset", String, None, Some("latest"), false, Rule::OffsetReset, Bound::None, "Where a new share partition starts: latest, earliest or by_duration:<ISO-8601 duration>."),
     gkey!("share.isolation.level", String, None, Some("read_uncommitted"), false, Rule::OneOf(ISOLATION), Bound::None, "read_committed: the group gets committed transactional records only."),
-    gkey!("share.renew.acknowledge.enable", Boolean, None, Some("true"), false, Rule::None, Bound::None, "Whether members may RENEW acquisition locks (kept; Sluice does not serve RENEW)."),
+    gkey!("share.renew.acknowledge.enable", Boolean, None, Some("true"), false, Rule::None, Bound::None, "Whether members may RENEW acquisition locks (ShareFetch/ShareAcknowledge v2)."),
     gkey!("share.assignment.interval.ms", Int, Some("group.share.assignment.interval.ms"), None, false, Rule::AtLeast(0), Bound::Range("group.share.min.assignment.interval.ms", "group.share.max.assignment.interval.ms"), "Kafka's pause between assignment runs (kept; Sluice assigns at once)."),
     gkey!("share.assignor.offload.enable", Boolean, Some("group.share.assignor.offload.enable"), None, true, Rule::None, Bound::None, "Kafka's assignor offload (kept; Sluice assigns inline)."),
     gkey!("streams.session.timeout.ms", Int, Some("group.streams.session.timeout.ms"), None, false, Rule::AtLeast(1), Bound::Range("group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms"), "Session timeout of the streams group's members."),
@@ -309,6 +309,7 @@ pub struct GroupSettings {
     pub share_partition_max_record_locks: i64,
     pub share_auto_offset_reset: OffsetReset,
     pub share_read_committed: bool,
+    pub share_renew_acknowledge_enable: bool,
 }
 
 impl GroupSettings {
@@ -339,6 +340,7 @@ impl GroupSettings {
             share_partition_max_record_locks: group_int("share.partition.max.record.locks").max(1),
             share_auto_offset_reset: text("share.auto.offset.reset").and_then(|v| OffsetReset::parse(&v)).unwrap_or(OffsetReset::Latest),
             share_read_committed: text("share.isolation.level").as_deref() == Some("read_committed"),
+            share_renew_acknowledge_enable: text("share.renew.acknowledge.enable").is_none_or(|v| !v.eq_ignore_ascii_case("false")),
         }
     }
 }

@@ -28,7 +28,7 @@ use crate::cluster::peer::Peers;
 use crate::error::{Error, Result};
 use crate::partition::{InternalPartitions, Topic};
 use group::{GroupConfig, Heartbeat, HeartbeatReply, ShareGroup, Topics, Tp};
-use partition::{AbortedTxn, Acquired, LogBatch, ShareConfig, SharePartition};
+use partition::{AbortedTxn, AcquireMode, Acquired, LogBatch, ShareConfig, SharePartition};
 use session::{SessionCache, Step};
 use state::{PersistedBatch, Written};
 
@@ -336,9 +336,9 @@ impl ShareCoordinator {
         self.inner.lock().sessions.get(group_id, member).map(|s| s.partitions.iter().copied().collect()).unwrap_or_default()
     }
 
-    /// Applies acknowledgement batches (first, last, types) of `member` to one partition,
-    /// stopping at the first that fails.
-    pub fn acknowledge(&self, group_id: &str, member: &str, tp: Tp, batches: &[(i64, i64, Vec<i8>)]) -> Result<()> {
+    /// Applies acknowledgement batches (first, last, types) of `member` to one partition
+    /// at `now`, stopping at the first that fails.
+    pub fn acknowledge(&self, group_id: &str, member: &str, tp: Tp, batches: &[(i64, i64, Vec<i8>)], now: i64) -> Result<()> {
         let mut inner = self.inner.lock();
         let led = inner
             .partitions
@@ -346,7 +346,7 @@ impl ShareCoordinator {
             .ok_or_else(|| Error::InvalidRecordState(format!("no records of partition {} were acquired", tp.1)))?;
         let cfg = self.share_config_for(group_id);
         for (first, last, types) in batches {
-            let r = led.sp.acknowledge(member, *first, *last, types, &cfg);
+            let r = led.sp.acknowledge(member, *first, *last, types, &cfg, now);
             led.changed(r.is_ok());
             r?;
         }
@@ -375,13 +375,14 @@ impl ShareCoordinator {
         batches: &[LogBatch],
         aborted: &[AbortedTxn],
         max_records: usize,
+        mode: AcquireMode,
         now: i64,
     ) -> Vec<Acquired> {
         let mut inner = self.inner.lock();
         match inner.partitions.get_mut(&(group_id.to_string(), tp.0, tp.1)) {
             Some(led) => {
                 let before = (led.sp.start_offset(), led.sp.end_offset());
-                let got = led.sp.acquire(member, batches, aborted, max_records, &self.share_config_for(group_id), now);
+                let got = led.sp.acquire(member, batches, aborted, max_records, mode, &self.share_config_for(group_id), now);
                 let moved = (led.sp.start_offset(), led.sp.end_offset()) != before;
                 led.changed(moved || !got.is_empty());
                 got
@@ -434,13 +435,13 @@ mod tests {
         c.install("g", tp, 0, 0, SharePartition::new(0));
         assert_eq!(c.fetch_offset("g", tp, 0), Some(0));
         c.session_step("g", "a", 0, &[tp], &[]).unwrap();
-        assert_eq!(c.acquire("g", "a", tp, &[batch(0, 1)], &[], 10, 0).len(), 1);
+        assert_eq!(c.acquire("g", "a", tp, &[batch(0, 1)], &[], 10, AcquireMode::RecordLimit, 0).len(), 1);
         c.session_step("g", "a", -1, &[], &[]).unwrap();
         // The group's last session here closed: its share partitions are read again next time.
         assert!(c.partition_state("g", tp).is_none());
         c.install("g", tp, 0, 0, SharePartition::new(0));
         c.session_step("g", "a", 0, &[tp], &[]).unwrap();
-        c.acquire("g", "a", tp, &[batch(0, 1)], &[], 10, 0);
+        c.acquire("g", "a", tp, &[batch(0, 1)], &[], 10, AcquireMode::RecordLimit, 0);
         c.session_step("g", "b", 0, &[tp], &[]).unwrap();
         c.heartbeat("g", Heartbeat { member_id: "a".into(), epoch: -1, ..Default::default() }, &topics(), 0).unwrap();
         assert_eq!(c.partition_state("g", tp).unwrap().1[0].state, partition::RecordState::Available);
@@ -459,7 +460,7 @@ mod tests {
         // Another member's session keeps the group's share partitions in memory.
         c.session_step("g", "z", 0, &[tp], &[]).unwrap();
         c.install("g", tp, 0, 0, SharePartition::new(0));
-        c.acquire("g", "a", tp, &[batch(0, 0)], &[], 10, 0);
+        c.acquire("g", "a", tp, &[batch(0, 0)], &[], 10, AcquireMode::RecordLimit, 0);
         assert_eq!(c.dirty().len(), 1);
         let w = c.pending_write(&("g".into(), tp.0, tp.1)).unwrap();
         assert_eq!(w.written.batches, vec![PersistedBatch { first: 0, last: 0, state: 0, count: 1 }]);
@@ -467,7 +468,7 @@ mod tests {
         assert!(c.dirty().is_empty());
         assert_eq!(c.tick(&topics(), 49), 0);
         assert_eq!(c.tick(&topics(), 50), 1);
-        c.acquire("g", "a", tp, &[batch(0, 0)], &[], 10, 60);
+        c.acquire("g", "a", tp, &[batch(0, 0)], &[], 10, AcquireMode::RecordLimit, 60);
         c.tick(&topics(), 101);
         assert!(c.describe("g").unwrap().members.is_empty());
         assert_eq!(c.partition_state("g", tp).unwrap().1[0].state, partition::RecordState::Available);

@@ -41,11 +41,61 @@ impl RecordState {
     }
 }
 
-/// Acknowledgement types of ShareFetch/ShareAcknowledge v1.
+/// Acknowledgement types of ShareFetch/ShareAcknowledge (`AcknowledgeType` ids).
 pub const ACK_GAP: i8 = 0;
 pub const ACK_ACCEPT: i8 = 1;
 pub const ACK_RELEASE: i8 = 2;
 pub const ACK_REJECT: i8 = 3;
+/// v2 (KIP-1222): the member keeps the record for another lock duration.
+pub const ACK_RENEW: i8 = 4;
+
+/// How a fetch counts its `MaxRecords` (ShareFetch v2's `ShareAcquireMode`, KIP-1206).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcquireMode {
+    /// Whole log batches: the batch that reaches the limit is acquired to its end (v1's way).
+    BatchOptimized,
+    /// `MaxRecords` is a strict limit, even in the middle of a batch.
+    RecordLimit,
+}
+
+impl AcquireMode {
+    /// The mode with Kafka's id (`ShareAcquireMode.id`), if there is one.
+    pub fn from_id(id: i8) -> Option<AcquireMode> {
+        match id {
+            0 => Some(AcquireMode::BatchOptimized),
+            1 => Some(AcquireMode::RecordLimit),
+            _ => None,
+        }
+    }
+}
+
+/// Checks one partition's acknowledgement batches as Kafka's request handler does
+/// before any reaches the share partition: ranges in order and not overlapping, one type
+/// or one per offset, each type known to the request's version (RENEW from v2 on, and
+/// only in a request that says `IsRenewAck`). INVALID_REQUEST otherwise.
+pub fn check_ack_batches(batches: &[(i64, i64, Vec<i8>)], renew_allowed: bool, is_renew_ack: bool) -> Result<()> {
+    let max_type = if renew_allowed { ACK_RENEW } else { ACK_REJECT };
+    let mut prev_last = -1;
+    for (first, last, types) in batches {
+        if first > last {
+            return Err(Error::InvalidRequest(format!("acknowledgement batch {first}..{last} is empty")));
+        }
+        if *first < prev_last {
+            return Err(Error::InvalidRequest(format!("acknowledgement batch at {first} overlaps the one ending at {prev_last}")));
+        }
+        if types.is_empty() || (types.len() > 1 && (last - first) != types.len() as i64 - 1) {
+            return Err(Error::InvalidRequest(format!("{} acknowledge types for offsets {first}..={last}", types.len())));
+        }
+        if let Some(t) = types.iter().find(|t| !(0..=max_type).contains(*t)) {
+            return Err(Error::InvalidRequest(format!("acknowledge type {t} is not valid here")));
+        }
+        if !is_renew_ack && types.contains(&ACK_RENEW) {
+            return Err(Error::InvalidRequest("a RENEW acknowledgement needs IsRenewAck".into()));
+        }
+        prev_last = *last;
+    }
+    Ok(())
+}
 
 /// Where a new share partition starts (`share.auto.offset.reset`, a group config).
 pub use crate::config::group::OffsetReset as AutoOffsetReset;
@@ -58,6 +108,8 @@ pub struct ShareConfig {
     pub max_record_locks: i64,
     pub auto_offset_reset: AutoOffsetReset,
     pub read_committed: bool,
+    /// `share.renew.acknowledge.enable`: may members RENEW their locks?
+    pub renew_enabled: bool,
 }
 
 impl Default for ShareConfig {
@@ -68,6 +120,7 @@ impl Default for ShareConfig {
             max_record_locks: 2000,
             auto_offset_reset: AutoOffsetReset::Latest,
             read_committed: false,
+            renew_enabled: true,
         }
     }
 }
@@ -209,15 +262,17 @@ impl SharePartition {
     }
 
     /// Acquires for `member` what `batches` (read from the log at
-    /// [`Self::next_fetch_offset`]) hold that is available, up to `max_records` and the
-    /// in-flight cap. Aborted transactional records (read_committed) and control records
-    /// are archived rather than handed out.
+    /// [`Self::next_fetch_offset`]) hold that is available, up to `max_records` (as `mode`
+    /// counts it) and the in-flight cap. Aborted transactional records (read_committed) and
+    /// control records are archived rather than handed out.
+    #[allow(clippy::too_many_arguments)]
     pub fn acquire(
         &mut self,
         member: &str,
         batches: &[LogBatch],
         aborted: &[AbortedTxn],
         max_records: usize,
+        mode: AcquireMode,
         cfg: &ShareConfig,
         now: i64,
     ) -> Vec<Acquired> {
@@ -225,12 +280,16 @@ impl SharePartition {
         let mut taken = 0usize;
         let deadline = now + cfg.record_lock_duration_ms;
         'batches: for b in batches {
+            // Batch-optimized: the batch that reached the limit was acquired to its end.
+            if taken >= max_records {
+                break;
+            }
             let undeliverable = b.control
                 || (cfg.read_committed
                     && b.transactional
                     && aborted.iter().any(|a| a.producer_id == b.producer_id && a.first <= b.first && b.last <= a.last));
             for offset in b.first.max(self.start)..=b.last {
-                if taken >= max_records {
+                if taken >= max_records && mode == AcquireMode::RecordLimit {
                     break 'batches;
                 }
                 if offset >= self.end {
@@ -266,10 +325,12 @@ impl SharePartition {
         out
     }
 
-    /// Applies one acknowledgement batch of `member`: `types` holds one type for the
-    /// whole range or one per offset. All or nothing: any offset that is not in the
-    /// window, or not acquired by this member, fails the batch with INVALID_RECORD_STATE.
-    pub fn acknowledge(&mut self, member: &str, first: i64, last: i64, types: &[i8], cfg: &ShareConfig) -> Result<()> {
+    /// Applies one acknowledgement batch of `member` at `now`: `types` holds one type for
+    /// the whole range or one per offset. All or nothing: any offset that is not in the
+    /// window, or not acquired by this member, fails the batch with INVALID_RECORD_STATE,
+    /// as does a RENEW where the group does not allow it. RENEW keeps the record acquired
+    /// by the member with a fresh lock, its delivery count unchanged.
+    pub fn acknowledge(&mut self, member: &str, first: i64, last: i64, types: &[i8], cfg: &ShareConfig, now: i64) -> Result<()> {
         if first > last || first < 0 {
             return Err(Error::InvalidRequest(format!("acknowledgement range {first}..{last} is empty")));
         }
@@ -277,7 +338,7 @@ impl SharePartition {
         if types.is_empty() || (types.len() != 1 && types.len() as i64 != n) {
             return Err(Error::InvalidRequest(format!("{} acknowledge types for {n} offsets", types.len())));
         }
-        if let Some(t) = types.iter().find(|t| !(ACK_GAP..=ACK_REJECT).contains(*t)) {
+        if let Some(t) = types.iter().find(|t| !(ACK_GAP..=ACK_RENEW).contains(*t)) {
             return Err(Error::InvalidRequest(format!("acknowledge type {t} is not known")));
         }
         if first < self.start || last >= self.end {
@@ -291,12 +352,16 @@ impl SharePartition {
                 Some(r) if r.state == RecordState::Acquired && r.member.as_deref() == Some(member) => {}
                 _ => return Err(Error::InvalidRecordState(format!("record {o} is not acquired by member {member}"))),
             }
+            if type_of(o) == ACK_RENEW && !cfg.renew_enabled {
+                return Err(Error::InvalidRecordState("Renewing acquisition locks is not enabled for the group.".into()));
+            }
         }
         for o in first..=last {
             let Some(r) = self.records.get_mut(&o) else { continue };
             match type_of(o) {
                 ACK_ACCEPT => r.state = RecordState::Acknowledged,
                 ACK_RELEASE => release(r, cfg),
+                ACK_RENEW => r.deadline = now + cfg.record_lock_duration_ms,
                 _ => r.state = RecordState::Archived,
             }
             if r.state != RecordState::Acquired {

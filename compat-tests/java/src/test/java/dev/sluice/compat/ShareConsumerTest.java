@@ -33,6 +33,8 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.GroupType;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.InconsistentGroupProtocolException;
@@ -44,8 +46,10 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * KIP-932 share groups with kafka-clients 4.4's {@link KafkaShareConsumer}: ShareGroupHeartbeat,
- * ShareFetch and ShareAcknowledge, in implicit and explicit acknowledgement mode. One broker for
- * the class, with a short record lock so locks that run out are seen quickly.
+ * ShareFetch and ShareAcknowledge, in implicit and explicit acknowledgement mode, and what needs
+ * their v2: {@code share.acquire.mode=record_limit} (KIP-1206) and {@link AcknowledgeType#RENEW}
+ * (KIP-1222). One broker for the class, with a short record lock so locks that run out are seen
+ * quickly.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class ShareConsumerTest {
@@ -83,6 +87,26 @@ class ShareConsumerTest {
             }
             producer.flush();
         }
+    }
+
+    /** Writes r0..r{n-1} to partition 0 as one batch (the producer sends only on flush). */
+    private static void produceOneBatch(String topic, int n) throws Exception {
+        try (KafkaProducer<String, String> producer = Clients.producer(broker, Map.of("linger.ms", "60000"))) {
+            for (int i = 0; i < n; i++) {
+                producer.send(new ProducerRecord<>(topic, 0, null, "r" + i));
+            }
+            producer.flush();
+        }
+    }
+
+    /** The values of the first poll of {@code c} that returns records (within 20 s). */
+    private static List<String> firstPoll(KafkaShareConsumer<String, String> c) {
+        List<String> got = new ArrayList<>();
+        long deadline = System.currentTimeMillis() + 20_000;
+        while (got.isEmpty() && System.currentTimeMillis() < deadline) {
+            c.poll(Duration.ofMillis(200)).forEach(r -> got.add(r.value()));
+        }
+        return got;
     }
 
     private static void waitFor(String what, BooleanSupplier cond) throws InterruptedException {
@@ -199,6 +223,74 @@ class ShareConsumerTest {
         }
     }
 
+    @Test
+    void recordLimitAcquiresNoMoreThanMaxPollRecords() throws Exception {
+        String topic = "share-record-limit";
+        String group = "sg-record-limit";
+        createTopic(topic, 1);
+        Properties strict = new Properties();
+        strict.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "3");
+        strict.put(ConsumerConfig.SHARE_ACQUIRE_MODE_CONFIG, "record_limit");
+        try (KafkaShareConsumer<String, String> a = ShareProbes.consumer(broker.bootstrap(), group, "explicit", strict);
+                KafkaShareConsumer<String, String> b = shareConsumer(group, "explicit")) {
+            joinAlone(a, group, topic, 1);
+            // One batch of ten: batch_optimized would hand all of it to the first fetch.
+            produceOneBatch(topic, 10);
+            assertEquals(List.of("r0", "r1", "r2"), firstPoll(a));
+            // a holds its three unacknowledged; the other seven were never acquired, so b gets
+            // them on their first delivery, not after a's lock ran out.
+            b.subscribe(List.of(topic));
+            Map<String, Short> others = new HashMap<>();
+            long deadline = System.currentTimeMillis() + 30_000;
+            while (others.size() < 7 && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : b.poll(Duration.ofMillis(200))) {
+                    others.put(r.value(), r.deliveryCount().orElse((short) -1));
+                    b.acknowledge(r, AcknowledgeType.ACCEPT);
+                }
+                b.commitSync();
+            }
+            Map<String, Short> expected = new HashMap<>();
+            for (int i = 3; i < 10; i++) {
+                expected.put("r" + i, (short) 1);
+            }
+            assertEquals(expected, others);
+        }
+    }
+
+    @Test
+    void renewKeepsARecordPastItsLock() throws Exception {
+        String topic = "share-renew";
+        String group = "sg-renew";
+        createTopic(topic, 1);
+        try (KafkaShareConsumer<String, String> c = shareConsumer(group, "explicit")) {
+            joinAlone(c, group, topic, 1);
+            produce(topic, 1, 1);
+            List<Short> deliveries = new ArrayList<>();
+            long start = 0;
+            long deadline = System.currentTimeMillis() + 60_000;
+            boolean accepted = false;
+            // RENEW each time the record comes back (the client hands a renewed record to the
+            // next poll), for more than two lock durations; then ACCEPT it.
+            while (!accepted && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                    deliveries.add(r.deliveryCount().orElse((short) -1));
+                    if (start == 0) {
+                        start = System.currentTimeMillis();
+                    }
+                    boolean hold = System.currentTimeMillis() - start < 2 * LOCK_MS + 500;
+                    c.acknowledge(r, hold ? AcknowledgeType.RENEW : AcknowledgeType.ACCEPT);
+                    accepted = !hold;
+                }
+                Map<TopicIdPartition, Optional<KafkaException>> results = c.commitSync();
+                results.forEach((tp, e) -> assertTrue(e.isEmpty(), tp + ": " + e));
+            }
+            assertTrue(accepted, "the record was accepted after " + deliveries.size() + " deliveries");
+            assertTrue(deliveries.size() > 1, "a renewed record comes back to the next poll");
+            // Had the lock run out once, the record would have come back with a higher count.
+            deliveries.forEach(d -> assertEquals((short) 1, d, "delivery counts " + deliveries));
+        }
+    }
+
     private static int redelivered(Map<String, List<Short>> seen) {
         return (int) seen.values().stream().filter(c -> c.size() > 1).count();
     }
@@ -220,18 +312,9 @@ class ShareConsumerTest {
                 return assigned(group, 1, 1);
             });
             // One batch, so the one poll below acquires all of it.
-            try (KafkaProducer<String, String> producer = Clients.producer(broker, Map.of("linger.ms", "60000"))) {
-                for (int i = 0; i < n; i++) {
-                    producer.send(new ProducerRecord<>(topic, 0, null, "r" + i));
-                }
-                producer.flush();
-            }
+            produceOneBatch(topic, n);
             // It takes the records and then stops polling without acknowledging them.
-            Set<String> held = new HashSet<>();
-            long deadline = System.currentTimeMillis() + 20_000;
-            while (held.isEmpty() && System.currentTimeMillis() < deadline) {
-                stalled.poll(Duration.ofMillis(200)).forEach(r -> held.add(r.value()));
-            }
+            Set<String> held = new HashSet<>(firstPoll(stalled));
             assertEquals(n, held.size(), "the stalled consumer acquired every record first");
             long stalledAt = System.currentTimeMillis();
             Map<String, Short> others = new ConcurrentHashMap<>();

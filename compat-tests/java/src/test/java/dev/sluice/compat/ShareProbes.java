@@ -23,11 +23,17 @@ final class ShareProbes {
 
     /** A share consumer of {@code group} in {@code mode} ("implicit" or "explicit"). */
     static KafkaShareConsumer<String, String> consumer(String bootstrap, String group, String mode) {
+        return consumer(bootstrap, group, mode, new Properties());
+    }
+
+    /** As {@link #consumer(String, String, String)}, with {@code extra} settings on top. */
+    static KafkaShareConsumer<String, String> consumer(String bootstrap, String group, String mode, Properties extra) {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, "sluice-compat-share");
         p.put("share.acknowledgement.mode", mode);
+        p.putAll(extra);
         return new KafkaShareConsumer<>(p, new StringDeserializer(), new StringDeserializer());
     }
 
