@@ -132,6 +132,10 @@ pub enum Error {
     ResourceNotFound(String),
     #[error("storage error: {0}")]
     Storage(String),
+    #[error("{0}")]
+    LogDirNotFound(String),
+    #[error("the replica is not on this broker")]
+    ReplicaNotAvailable,
     #[error("policy violation: {0}")]
     PolicyViolation(String),
     #[error("this node is not the active controller")]
@@ -301,6 +305,8 @@ impl Error {
             UnsupportedCompressionType(_) => ResponseError::UnsupportedCompressionType,
             ResourceNotFound(_) => ResponseError::ResourceNotFound,
             Storage(_) => ResponseError::KafkaStorageError,
+            LogDirNotFound(_) => ResponseError::LogDirNotFound,
+            ReplicaNotAvailable => ResponseError::ReplicaNotAvailable,
             PolicyViolation(_) => ResponseError::PolicyViolation,
             NotController => ResponseError::NotController,
             RequestTimedOut(_) => ResponseError::RequestTimedOut,

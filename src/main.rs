@@ -285,7 +285,10 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
     if !formation.is_empty() && !is_controller {
         bail!("--add-scram seeds the metadata log of a new cluster: give it to the controllers, not to a broker-only node");
     }
-    let data_dir = PathBuf::from(cfg.get("log.dirs").split(',').next().unwrap_or("./data").trim());
+    // The first log dir also holds the metadata log and the broker's own state, as Kafka's
+    // `metadata.log.dir` defaults to it.
+    let log_dirs = sluice::log::dirs::parse(&cfg.get("log.dirs"));
+    let data_dir = log_dirs.first().cloned().context("log.dirs names no directory")?;
     std::fs::create_dir_all(&data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
     let voters = sluice::config::listeners::parse_voters(&cfg.get("controller.quorum.voters")).map_err(anyhow::Error::msg)?;
     let listeners = Listeners::from_config(&cfg, is_broker, is_controller).map_err(anyhow::Error::msg)?;
@@ -512,17 +515,25 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
         sluice::clock::set_skew_ms(sluice::fault::global().clock_skew_ms());
         journal.fault_changed(c, sluice::clock::now_ms())
     }));
-    // Kafka's broker halts once all its log dirs are offline (it has one here: the data dir),
-    // without a controlled shutdown: its partitions' other replicas take over when its
-    // session lapses, and what they acknowledged stays acknowledged.
+    // A failed log dir takes only its own partitions offline: the broker asks the controller
+    // to move their leadership (below, once it runs). Once all its log dirs are offline,
+    // Kafka's broker halts without a controlled shutdown: its partitions' other replicas
+    // take over when its session lapses, and what they acknowledged stays acknowledged.
     // The halt waits a moment, as Kafka's failure handler thread does, so the requests that
     // met the failure are answered with KAFKA_STORAGE_ERROR rather than a closed connection.
-    sluice::log::dir_failure::global().on_offline(Box::new(|dir, error| {
-        tracing::error!(dir = %dir.display(), error, "halting: every log dir of this broker is offline");
-        std::thread::spawn(|| {
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            std::process::exit(1);
-        });
+    let (failed_tx, mut failed_rx) = tokio::sync::mpsc::unbounded_channel::<PathBuf>();
+    let all_dirs = log_dirs.clone();
+    sluice::log::dir_failure::global().on_offline(Box::new(move |dir, error| {
+        let failures = sluice::log::dir_failure::global();
+        if all_dirs.iter().all(|d| failures.is_offline(d)) {
+            tracing::error!(dir = %dir.display(), error, "halting: every log dir of this broker is offline");
+            std::thread::spawn(|| {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                std::process::exit(1);
+            });
+        } else {
+            let _ = failed_tx.send(dir.to_path_buf());
+        }
     }));
     // Nothing can be served before the quorum has named the cluster.
     let mut applied = cluster.applied();
@@ -555,6 +566,12 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
     let http_adv = http.as_ref().map(|(at, _)| if at.ip().is_unspecified() { format!("{adv_host}:{}", at.port()) } else { at.to_string() });
     tokio::spawn(cluster.clone().run_membership(adv_host, adv_port as i32, endpoints, http_adv, rack, interval, stop_rx.clone()));
     tokio::spawn(broker.clone().follow_image(stop_rx.clone()));
+    let failing = broker.clone();
+    tokio::spawn(async move {
+        while let Some(dir) = failed_rx.recv().await {
+            failing.clone().log_dir_failed(dir).await;
+        }
+    });
     let mut caught_up = cluster.caught_up();
     let _ = caught_up.wait_for(|c| *c).await;
     broker.start_applying_roles();

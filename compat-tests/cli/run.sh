@@ -11,7 +11,7 @@
 #   KEEP_TMP=1           keep the temp dir (broker data + log + tool output) for inspection
 #
 # kafka-features describe/upgrade/downgrade (features.sh), kafka-client-metrics
-# (client_metrics.sh) and kafka-configs client quotas (clients, users, defaults) run against
+# (client_metrics.sh), kafka-log-dirs (log_dirs.sh) and kafka-configs client quotas (clients, users, defaults) run against
 # the same broker. Then, against a SASL_SSL broker with ACLs (security.sh), kafka-configs
 # SCRAM users and kafka-acls.
 #
@@ -299,6 +299,9 @@ else
     diff "$tmp/sent-sorted" "$tmp/consumed-sorted" >"$tmp/diff"
     fail "consumed lines (both partitions) equal the 10 sent lines" "$tmp/diff"
 fi
+
+# ------------------------------------------------------------------ LogDirsCommand (log_dirs.sh)
+. "$here/log_dirs.sh"
 
 # ------------------------------------------------------------------ TopicCommand --alter / --delete
 if tool "$TOPIC_CMD" --bootstrap-server "$bootstrap" --alter --topic "$topic" --partitions 3 >"$out" 2>"$err" \

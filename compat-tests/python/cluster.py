@@ -413,10 +413,12 @@ class Cluster:
         n = self.nodes[node_id]
         cmd = [sluice_bin(), "serve", "--node-id", str(node_id),
                "--listen", n.address, "--advertise", n.address,
-               "--data-dir", str(n.data_dir),
+               # log.dirs may name several dirs, "{data}" standing for the node's data dir.
+               "--data-dir", self.settings.get("log.dirs", "{data}").replace("{data}", str(n.data_dir)),
                "--set", f"controller.quorum.voters={self.voters}"]
         for k, v in self.settings.items():
-            cmd += ["--set", f"{k}={v}"]
+            if k != "log.dirs":
+                cmd += ["--set", f"{k}={v}"]
         return cmd
 
     def launch(self, node_id):

@@ -102,6 +102,21 @@ def consume(bootstrap, topic, partition, expected, timeout=60):
         cons.close()
 
 
+def check_acked_once(bootstrap, load, probe):
+    """Reads the load's partition back and asserts that every acknowledged record is there
+    exactly once, at its acknowledged offset, and that `probe` (answered with an error) is not."""
+    assert not load.failed, f"records failed: {load.failed[:5]}"
+    got = consume(bootstrap, load.topic, load.partition, len(load.acked))
+    values = [v for _, v, _ in got]
+    assert probe not in values
+    assert len(values) == len(set(values)), f"{len(values) - len(set(values))} duplicates"
+    at = {v: o for o, v, _ in got}
+    lost = [v for _, v, _ in load.acked if v not in at]
+    assert not lost, f"{len(lost)} acknowledged records lost, e.g. {lost[:5]}"
+    moved = [(v, o, at[v]) for _, v, o in load.acked if at[v] != o]
+    assert not moved, f"acknowledged offsets that changed: {moved[:5]}"
+
+
 class Load:
     """An idempotent acks=all librdkafka producer writing <prefix>0, <prefix>1, ... to one
     partition from a thread; each acknowledgement is kept with its offset and when it arrived."""

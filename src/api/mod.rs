@@ -16,6 +16,7 @@ mod groups;
 mod leaders;
 mod list_config_resources;
 mod list_offsets;
+mod log_dirs;
 mod metadata;
 mod offsets;
 mod produce;
@@ -297,6 +298,8 @@ apis! {
     ExpireDelegationToken: ExpireDelegationTokenRequest => tokens::expire [1, 2] always;
     DescribeDelegationToken: DescribeDelegationTokenRequest => tokens::describe [1, 3] always;
     UpdateFeatures: UpdateFeaturesRequest => features::update_features [0, 2] always;
+    AlterReplicaLogDirs: AlterReplicaLogDirsRequest => log_dirs::alter [1, 2] always;
+    DescribeLogDirs: DescribeLogDirsRequest => log_dirs::describe [1, 5] always;
     DescribeTopicPartitions: DescribeTopicPartitionsRequest => describe_topic_partitions::handle [0, 0] always;
     ListConfigResources: ListConfigResourcesRequest => list_config_resources::handle [0, 1] always;
     GetTelemetrySubscriptions: GetTelemetrySubscriptionsRequest => telemetry::get_subscriptions [0, 0] always;

@@ -130,8 +130,15 @@ per_state_partition!(
     ReadShareGroupStateResponse,
     WriteShareGroupStateResponse,
     DeleteShareGroupStateResponse,
-    ReadShareGroupStateSummaryResponse
+    ReadShareGroupStateSummaryResponse,
+    AlterReplicaLogDirsResponse
 );
+impl ErrorCodes for DescribeLogDirsResponse {
+    fn each_error(&self, f: &mut dyn FnMut(i16)) {
+        f(self.error_code);
+        self.results.iter().for_each(|d| f(d.error_code));
+    }
+}
 impl ErrorCodes for AlterClientQuotasResponse {
     fn each_error(&self, f: &mut dyn FnMut(i16)) {
         self.entries.iter().for_each(|e| f(e.error_code));

@@ -4,6 +4,7 @@ mod acls;
 mod client_metrics;
 mod configs;
 mod group_configs;
+pub mod log_dirs;
 mod quotas;
 pub use quotas::{quota_exceeded, MutationQuota};
 mod reconcile;
@@ -52,6 +53,8 @@ pub struct Broker {
     settings: arc_swap::ArcSwap<Settings>,
     /// The partitions hosted here.
     pub replicas: ReplicaManager,
+    /// The configured log dirs (`log.dirs`) and where partitions are placed.
+    pub log_dirs: crate::log::dirs::LogDirs,
     /// Serializes reconciliation with the metadata image.
     reconciling: Mutex<()>,
     /// Whether the image's roles (leader, follower) are acted on yet: not before this
@@ -94,6 +97,7 @@ impl Broker {
             (img.cluster_id.clone().unwrap_or_default(), img.broker_configs.clone())
         };
         config.dynamic_set = dynamic;
+        let log_dirs = crate::log::dirs::LogDirs::open(&crate::log::dirs::parse(&config.get("log.dirs")), identity.node_id)?;
         let marker = dir.join(CLEAN_SHUTDOWN);
         let clean = marker.exists();
         let s = Settings::from_config(&config).map_err(anyhow::Error::msg)?;
@@ -142,6 +146,7 @@ impl Broker {
             client_rates: quotas::ClientRates::new(&s),
             settings: arc_swap::ArcSwap::from_pointee(s),
             replicas: ReplicaManager::default(),
+            log_dirs,
             reconciling: Mutex::new(()),
             applying_roles: std::sync::atomic::AtomicBool::new(false),
             replication,
@@ -161,8 +166,13 @@ impl Broker {
         Ok(Arc::new(broker))
     }
 
-    fn partition_dir(&self, topic: &str, index: i32) -> PathBuf {
-        self.identity.data_dir.join(format!("{topic}-{index}"))
+    /// Where a partition's files are: the log dir already holding them, else the online
+    /// log dir with the fewest partitions.
+    fn partition_dir(&self, topic: &str, index: i32) -> crate::error::Result<PathBuf> {
+        let failures = crate::log::dir_failure::global();
+        self.log_dirs
+            .place(&format!("{topic}-{index}"), |d| failures.is_offline(d))
+            .ok_or_else(|| crate::error::Error::Storage("every log dir is offline".into()))
     }
 
     /// The current broker config (a copy, so no lock is held by the caller).

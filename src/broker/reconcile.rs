@@ -57,7 +57,8 @@ impl Broker {
             return;
         }
         for p in gone {
-            self.remove_partition_files(&p.topic, p.index, p.topic_id);
+            let dir = p.with_state(|s| s.log.dir().to_path_buf());
+            self.remove_partition_files(&dir, p.index, p.topic_id);
         }
         let s = self.settings();
         let settings =
@@ -96,13 +97,16 @@ impl Broker {
         Topic::new(record, t.partitions.clone(), slots)
     }
 
-    fn remove_partition_files(&self, topic: &str, index: i32, id: uuid::Uuid) {
-        let dir = self.partition_dir(topic, index);
-        let trash = self.identity.data_dir.join(format!("{topic}-{index}.{}-delete", id.simple()));
-        if std::fs::rename(&dir, &trash).is_ok() {
+    /// Removes a partition's dir (`<log dir>/<topic>-<index>`), renaming it first as Kafka
+    /// does, so that a crash midway leaves a `-delete` dir rather than a torn partition.
+    fn remove_partition_files(&self, dir: &std::path::Path, index: i32, id: uuid::Uuid) {
+        let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else { return };
+        let trash = parent.join(format!("{}.{}-delete", name.to_string_lossy(), id.simple()));
+        if std::fs::rename(dir, &trash).is_ok() {
             let _ = std::fs::remove_dir_all(&trash);
         }
-        tracing::info!(topic, partition = index, "removed partition files");
+        self.log_dirs.moved(parent, None);
+        tracing::info!(dir = %dir.display(), partition = index, "removed partition files");
     }
 }
 

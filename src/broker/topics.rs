@@ -16,7 +16,7 @@ const PARTITION_METADATA: &str = "partition.metadata";
 
 impl Broker {
     pub(super) fn open_partition(&self, rec: &TopicRecord, index: i32, clean: bool) -> Result<Partition> {
-        let dir = self.partition_dir(&rec.name, index);
+        let dir = self.partition_dir(&rec.name, index)?;
         // A directory left by an older topic of the same name (deleted while this broker
         // was away) must not leak its records into the new one.
         let marker = dir.join(PARTITION_METADATA);

@@ -138,6 +138,7 @@ impl Controller {
             }
             Request::Heartbeat { id, epoch, applied, shutting_down } => self.heartbeat(id, epoch, applied, shutting_down).await,
             Request::UnregisterBroker { id } => self.unregister_broker(id).await,
+            Request::OfflineReplicas { broker, epoch, partitions } => self.offline_replicas(broker, epoch, partitions).await,
             Request::UpdateFeatures { updates, validate_only } => self.update_features(updates, validate_only).await,
             Request::CreateTopics { topics, validate_only } => self.create_topics(topics, validate_only).await,
             Request::DeleteTopics { names } => self.delete_topics(names).await,
@@ -216,6 +217,33 @@ impl Controller {
         let offset = self.quorum.propose(recs).await?;
         self.heartbeats.lock().remove(&id);
         tracing::info!(broker_id = id, epoch, "broker unregistered");
+        Ok(Response::Done { offset })
+    }
+
+    /// A broker's replicas in a failed log dir: it leaves their ISRs (unless it is the last
+    /// member) and leads none of them, as if it were gone for these partitions only.
+    async fn offline_replicas(&self, broker: i32, epoch: u64, partitions: Vec<(Uuid, i32)>) -> Result<Response> {
+        let recs = {
+            let img = self.image();
+            if img.brokers.get(&broker).is_none_or(|b| b.epoch != epoch) {
+                return Err(Error::StaleBrokerEpoch);
+            }
+            let settings = self.settings_from(&img);
+            let live = |b: i32| img.is_live(b);
+            let mut out = Vec::new();
+            for (id, index) in partitions {
+                let Some(t) = img.topic_by_id(id) else { continue };
+                let Some(p) = t.partitions.get(index as usize) else { continue };
+                if let Some(c) = election::on_broker_gone(p, broker, &live, unclean_allowed(&settings, t)) {
+                    let reason = c.reason(p, ElectionReason::Clean);
+                    log_change(&t.name, index as usize, p, &c, reason);
+                    out.push(Record::PartitionChange { topic_id: id, index, state: c.state, unclean: c.unclean, reason });
+                }
+            }
+            out
+        };
+        let offset = if recs.is_empty() { 0 } else { self.quorum.propose(recs).await? };
+        tracing::info!(broker_id = broker, "replicas in a failed log dir taken offline");
         Ok(Response::Done { offset })
     }
 

@@ -134,6 +134,14 @@ pub enum Request {
         period_ms: i64,
     },
     /// UnregisterBroker: the broker's registration goes, as after a decommission.
+    /// A broker's log dir failed: its replicas of these partitions (topic id, index) are
+    /// offline, so it leaves their ISRs and leadership moves (Kafka learns the same from
+    /// the offline dirs of a broker's heartbeat, KIP-858).
+    OfflineReplicas {
+        broker: i32,
+        epoch: u64,
+        partitions: Vec<(Uuid, i32)>,
+    },
     UnregisterBroker {
         id: i32,
     },

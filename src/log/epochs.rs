@@ -37,6 +37,11 @@ impl EpochCache {
         EpochCache { entries, path, dirty: false }
     }
 
+    /// Points the cache at its log's new dir (the log moved, its checkpoint with it).
+    pub fn relocate(&mut self, dir: &Path) {
+        self.path = dir.join(FILE);
+    }
+
     fn save(&mut self) -> std::io::Result<()> {
         self.dirty = false;
         let mut text = format!("0\n{}\n", self.entries.len());

@@ -5,7 +5,9 @@ pub mod cleaner;
 pub mod compression;
 pub mod control;
 pub mod dir_failure;
+pub mod dirs;
 pub mod epochs;
+pub mod future;
 pub mod index;
 pub mod producers;
 pub mod records;
@@ -99,6 +101,9 @@ pub struct Log {
     last_flush_ms: i64,
     /// The topic, from the directory's name (`<topic>-<partition>`): what disk faults match.
     topic: String,
+    /// How many times bytes already written were cut (truncation, reset): a copy of the
+    /// files made before a cut cannot be extended by appending (see [`future`]).
+    rewrites: u64,
 }
 
 impl Log {
@@ -154,6 +159,7 @@ impl Log {
             unflushed_messages: 0,
             last_flush_ms: now_ms,
             topic: topic_of(dir),
+            rewrites: 0,
         };
         let leo = log.log_end_offset();
         if log.log_start_offset > leo {
@@ -166,6 +172,16 @@ impl Log {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// How many times written bytes were cut from this log since it was opened.
+    pub fn rewrites(&self) -> u64 {
+        self.rewrites
+    }
+
+    /// Whether this log's dir is offline (a write there failed).
+    pub fn is_offline(&self) -> bool {
+        self.check_online().is_err()
     }
 
     /// The log end offset: the offset the next batch will get.
@@ -499,6 +515,7 @@ impl Log {
                 point = point.min(h.base_offset);
             }
         }
+        self.rewrites += 1;
         let doomed: Vec<i64> = self.segments.range(point..).map(|(b, _)| *b).collect();
         for b in doomed {
             self.segments.remove(&b).expect("present").delete()?;
@@ -516,6 +533,7 @@ impl Log {
 
     /// Empties the log and restarts it at `offset` (a follower too far behind its leader).
     pub fn reset_to(&mut self, offset: i64, now_ms: i64) -> Result<()> {
+        self.rewrites += 1;
         for (_, seg) in std::mem::take(&mut self.segments) {
             seg.delete()?;
         }

@@ -6,6 +6,7 @@
 pub mod fetch_session;
 mod internal;
 mod manager;
+mod relocate;
 mod replica;
 #[cfg(test)]
 mod replica_tests;
@@ -14,6 +15,7 @@ pub mod watchers;
 
 pub use internal::InternalPartitions;
 pub use manager::ReplicaManager;
+pub use relocate::FutureReplica;
 pub use replica::{IsrChange, LeaderProgress, ReplicaSet};
 pub use topic::Topic;
 
@@ -157,6 +159,11 @@ pub struct Partition {
     watchers: watchers::Watchers,
     /// The topic's traffic counters, looked up once here so appends and fetches only add.
     pub stats: crate::stats::TopicStats,
+    /// Held while the log's files are rewritten outside the state lock (a move to another
+    /// log dir, compaction), so that those never overlap.
+    relocating: Mutex<()>,
+    /// The copy a move to another log dir is building (AlterReplicaLogDirs), if any.
+    future: Mutex<Option<FutureReplica>>,
 }
 
 /// File with the producer state snapshot, in the partition directory.
@@ -242,6 +249,8 @@ impl Partition {
             hw_moved: tokio::sync::Notify::new(),
             watchers: Default::default(),
             stats: crate::stats::topic(topic),
+            relocating: Mutex::new(()),
+            future: Mutex::new(None),
         })
     }
 
@@ -523,6 +532,8 @@ impl Partition {
     /// Compacts the closed segments if enough of them is dirty. Returns bytes saved.
     pub fn compact(&self, now_ms: i64) -> Result<u64> {
         use crate::log::cleaner;
+        // A move to another log dir is copying the files: compaction waits for the next turn.
+        let Some(_files) = self.relocating.try_lock() else { return Ok(0) };
         let (cfg, segments, checkpoint, aborted, lso) = {
             let st = self.state.lock();
             let Some(cfg) = st.log.config.compact.clone() else { return Ok(0) };

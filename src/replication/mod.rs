@@ -42,7 +42,8 @@ impl Replication {
         for t in topics {
             for p in t.local() {
                 let leader = t.states.get(p.index as usize).map_or(-1, |s| s.leader);
-                if leader >= 0 && leader != me {
+                // A replica in a failed log dir fetches nothing (Kafka drops it from its fetchers).
+                if leader >= 0 && leader != me && !p.is_offline() {
                     by_leader.entry(leader).or_default().push(p.clone());
                 }
             }

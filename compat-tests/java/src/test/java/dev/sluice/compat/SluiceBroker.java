@@ -91,8 +91,14 @@ final class SluiceBroker implements AutoCloseable {
             if (!settings.containsKey("listeners")) {
                 cmd.addAll(List.of("--listen", "127.0.0.1:" + port, "--advertise", "127.0.0.1:" + port));
             }
-            cmd.addAll(List.of("--data-dir", dataDir.toString(), "--node-id", Integer.toString(NODE_ID)));
+            // log.dirs may name several dirs; "{data}" stands for this broker's temp dir (the
+            // dirs inside it go with it on close).
+            String dirs = settings.getOrDefault("log.dirs", "{data}").replace("{data}", dataDir.toString());
+            cmd.addAll(List.of("--data-dir", dirs, "--node-id", Integer.toString(NODE_ID)));
             for (Map.Entry<String, String> e : settings.entrySet()) {
+                if (e.getKey().equals("log.dirs")) {
+                    continue;
+                }
                 cmd.add("--set");
                 cmd.add(e.getKey() + "=" + e.getValue().replace("{port}", Integer.toString(port)));
             }
