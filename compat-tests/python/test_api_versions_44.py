@@ -27,8 +27,6 @@ OWED = {
     35: "19 (log dirs: DescribeLogDirs v1-5)",
     78: "20 (share groups: ShareFetch v2)",
     79: "20 (share groups: ShareAcknowledge v2)",
-    80: "19 (raft voters: AddRaftVoter)",
-    81: "19 (raft voters: RemoveRaftVoter)",
     90: "20 (share groups: DescribeShareGroupOffsets)",
     91: "20 (share groups: AlterShareGroupOffsets)",
     92: "20 (share groups: DeleteShareGroupOffsets)",

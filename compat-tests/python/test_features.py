@@ -88,10 +88,11 @@ def wait_level(port, feature, level, timeout=15):
 
 def test_api_versions_reports_supported_and_finalized_levels(broker):
     supported, epoch, finalized = api_versions_features(broker.port)
-    assert supported == {"metadata.version": (7, 33), "transaction.version": (0, 2), "group.version": (0, 1)}
+    assert supported == {"metadata.version": (7, 33), "transaction.version": (0, 2), "group.version": (0, 1),
+                         "kraft.version": (0, 1)}
     wait_level(broker.port, "metadata.version", 33)
     _, epoch, finalized = api_versions_features(broker.port)
-    assert finalized == {"metadata.version": 33, "transaction.version": 2, "group.version": 1}
+    assert finalized == {"metadata.version": 33, "transaction.version": 2, "group.version": 1, "kraft.version": 1}
     assert epoch > 0
 
 
