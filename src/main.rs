@@ -1,6 +1,5 @@
 //! The `sluice` command: serve a Kafka-compatible broker.
 
-use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
