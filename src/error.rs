@@ -142,6 +142,10 @@ pub enum Error {
     NotController,
     #[error("timed out: {0}")]
     RequestTimedOut(String),
+    #[error("{0}")]
+    DuplicateVoter(String),
+    #[error("{0}")]
+    VoterNotFound(String),
     #[error("this broker is not the leader of the partition")]
     NotLeaderOrFollower,
     #[error("the partition has no leader right now")]
@@ -310,6 +314,8 @@ impl Error {
             PolicyViolation(_) => ResponseError::PolicyViolation,
             NotController => ResponseError::NotController,
             RequestTimedOut(_) => ResponseError::RequestTimedOut,
+            DuplicateVoter(_) => ResponseError::DuplicateVoter,
+            VoterNotFound(_) => ResponseError::VoterNotFound,
             NotLeaderOrFollower => ResponseError::NotLeaderOrFollower,
             LeaderNotAvailable => ResponseError::LeaderNotAvailable,
             ListenerNotFound(_) => ResponseError::ListenerNotFound,

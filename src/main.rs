@@ -1,6 +1,5 @@
 //! The `sluice` command: serve a Kafka-compatible broker.
 
-use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
@@ -344,7 +343,12 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
         bail!("a node that is not both broker and controller needs controller.quorum.voters");
     }
     if is_controller && !voters.is_empty() && !voters.contains_key(&node_id) {
-        bail!("node {node_id} has the controller role but is not in controller.quorum.voters");
+        // KIP-853: a controller outside the voter set starts as an observer, for
+        // AddRaftVoter (`kafka-metadata-quorum add-controller`) to add.
+        if listeners.controller_listener().is_none() {
+            bail!("node {node_id} is a controller outside controller.quorum.voters (an observer): it needs its controller listener in listeners");
+        }
+        tracing::info!(node_id, "this controller is not in controller.quorum.voters: it starts as an observer until it is added");
     }
     if !is_controller && voters.contains_key(&node_id) {
         bail!("node {node_id} is a voter in controller.quorum.voters but lacks the controller role");
@@ -388,28 +392,24 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
         let ids: Vec<u64> = if voters.is_empty() { vec![raft_id(node_id)] } else { voters.keys().map(|v| raft_id(*v)).collect() };
         let timing = sluice::controller::quorum::Timing { election_ticks: 10, heartbeat_ticks: 2 };
         let metadata_dir = data_dir.join("__cluster_metadata-0");
+        let directory_id = sluice::metadata::meta_properties::directory_id(&data_dir, node_id)
+            .with_context(|| format!("reading the directory id in {}/meta.properties", data_dir.display()))?;
+        tracing::info!(node_id, directory_id = %sluice::metadata::kafka_uuid(directory_id), "controller directory id");
         let node = sluice::controller::quorum::QuorumNode::open(&metadata_dir, raft_id(node_id), &ids, timing)
             .with_context(|| format!("opening the metadata log in {}", metadata_dir.display()))?;
-        let mut peers = HashMap::new();
-        for (id, addr) in &voters {
-            if *id != node_id {
-                peers.insert(
-                    raft_id(*id),
-                    sluice::controller::net::peer_sender(
-                        *id as u64,
-                        addr.address(),
-                        links.controller.clone(),
-                        links.controller_login.clone(),
-                    ),
-                );
-            }
-        }
+        let configured = voters.iter().filter(|(id, _)| **id != node_id).map(|(id, addr)| (raft_id(*id), addr.address())).collect();
+        let peers = sluice::controller::net::Peers::new(links.controller.clone(), links.controller_login.clone(), configured);
+        // Voters added through AddRaftVoter are reached where the log says they listen.
+        let image = node.image();
+        let listener = controller_name.clone();
         let quorum = sluice::controller::driver::Quorum::start(
             node,
             Box::new(move |m| {
-                if let Some(tx) = peers.get(&m.to) {
-                    let _ = tx.try_send(m);
-                }
+                peers.send(m, |to| {
+                    let img = image.load();
+                    let v = img.voters.get(&sluice::controller::quorum::node_id(to))?;
+                    v.endpoints.iter().find(|e| e.name == listener).or(v.endpoints.first()).map(|e| e.address())
+                })
             }),
         );
         let c = sluice::controller::Controller::new(quorum, cfg.clone());

@@ -12,10 +12,11 @@ if tool "$FEATURES" --bootstrap-server "$bootstrap" describe >"$out" 2>"$err" \
     && grep -qE "^Feature: metadata.version[[:space:]]+SupportedMinVersion: 3.3-IV3[[:space:]]+SupportedMaxVersion: 4.4-IV2[[:space:]]+FinalizedVersionLevel: 4.4-IV2" "$out" \
     && grep -qE "^Feature: transaction.version[[:space:]]+SupportedMinVersion: 0[[:space:]]+SupportedMaxVersion: 2[[:space:]]+FinalizedVersionLevel: 2" "$out" \
     && grep -qE "^Feature: group.version[[:space:]]+SupportedMinVersion: 0[[:space:]]+SupportedMaxVersion: 1[[:space:]]+FinalizedVersionLevel: 1" "$out" \
+    && grep -qE "^Feature: kraft.version[[:space:]]+SupportedMinVersion: 0[[:space:]]+SupportedMaxVersion: 1[[:space:]]+FinalizedVersionLevel: 1" "$out" \
     && ! grep -qE "^Feature: (share|streams).version" "$out"; then
-    pass "FeatureCommand describe: metadata.version 4.4-IV2, transaction.version 2, group.version 1; no share/streams levels claimed"
+    pass "FeatureCommand describe: metadata.version 4.4-IV2, transaction.version 2, group.version 1, kraft.version 1; no share/streams levels claimed"
 else
-    fail "FeatureCommand describe: metadata.version 4.4-IV2, transaction.version 2, group.version 1; no share/streams levels claimed" "$out" "$err"
+    fail "FeatureCommand describe: metadata.version 4.4-IV2, transaction.version 2, group.version 1, kraft.version 1; no share/streams levels claimed" "$out" "$err"
 fi
 
 if tool "$FEATURES" --bootstrap-server "$bootstrap" downgrade --feature transaction.version=1 --dry-run >"$out" 2>"$err" \

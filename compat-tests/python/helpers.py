@@ -1,7 +1,9 @@
 """Shared client-side helpers (confluent-kafka based)."""
 
 import time
+from pathlib import Path
 
+import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
@@ -91,3 +93,12 @@ def read_all(bootstrap, topic, partitions, expected=None, timeout=60, **extra):
 
 def unique_topic(prefix):
     return f"{prefix}-{int(time.time() * 1000) % 10_000_000}"
+
+
+def kafka_tools_lib():
+    """The directory of Kafka 4.4's tool jars (compat-tests/cli/fetch-lib.sh fetches them)."""
+    here = Path(__file__).resolve().parent
+    for lib in (here.parent / "cli" / "lib", Path("/work/main/compat-tests/cli/lib")):
+        if (lib / "kafka-tools-4.4.0.jar").exists():
+            return lib
+    pytest.skip("Kafka's tools are not fetched (compat-tests/cli/fetch-lib.sh)")

@@ -15,6 +15,7 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
                                    AdminClient, NewTopic, ResourcePatternType, ResourceType)
 
 import kproto as kp
+from helpers import kafka_tools_lib
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ME = "User:ANONYMOUS"
@@ -197,14 +198,6 @@ def test_bad_acl_input_is_an_invalid_request(start_broker):
     # An unknown filter in a DescribeAcls is refused too.
     assert raw_describe_acls(b, 42) == INVALID_REQUEST
     assert b.is_alive()
-
-
-def kafka_tools_lib():
-    here = Path(__file__).resolve().parent
-    for lib in (here.parent / "cli" / "lib", Path("/work/main/compat-tests/cli/lib")):
-        if (lib / "kafka-tools-4.4.0.jar").exists():
-            return lib
-    pytest.skip("Kafka's tools are not fetched (compat-tests/cli/fetch-lib.sh)")
 
 
 def acl_command(lib, *args):

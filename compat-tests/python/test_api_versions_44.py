@@ -23,8 +23,6 @@ VERSIONS_FILE = Path(os.environ.get(
 
 # Keys Sluice does not serve at their 4.4 range yet: key -> the issue that brings them.
 OWED = {
-    80: "19 (raft voters: AddRaftVoter)",
-    81: "19 (raft voters: RemoveRaftVoter)",
     94: "19 (UnregisterController)",
 }
 

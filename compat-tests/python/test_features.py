@@ -88,10 +88,11 @@ def wait_level(port, feature, level, timeout=15):
 
 def test_api_versions_reports_supported_and_finalized_levels(broker):
     supported, epoch, finalized = api_versions_features(broker.port)
-    assert supported == {"metadata.version": (7, 33), "transaction.version": (0, 2), "group.version": (0, 1)}
+    assert supported == {"metadata.version": (7, 33), "transaction.version": (0, 2), "group.version": (0, 1),
+                         "kraft.version": (0, 1)}
     wait_level(broker.port, "metadata.version", 33)
     _, epoch, finalized = api_versions_features(broker.port)
-    assert finalized == {"metadata.version": 33, "transaction.version": 2, "group.version": 1}
+    assert finalized == {"metadata.version": 33, "transaction.version": 2, "group.version": 1, "kraft.version": 1}
     assert epoch > 0
 
 
@@ -122,11 +123,14 @@ def test_bad_updates_get_invalid_update_version(broker):
          "Invalid update version 1 for feature group.version. The controller does not support the given upgrade type."),
         ([("group.version", 1, SAFE_DOWNGRADE), ("metadata.version", 32, SAFE_DOWNGRADE)],
          "Unsupported metadata.version downgrade from 33 to 32. Refusing to perform the requested downgrade because it might delete metadata information."),
+        ([("kraft.version", 0, SAFE_DOWNGRADE)],
+         "Invalid update version 0 for feature kraft.version. Downgrading kraft.version is not supported."),
     ]
     for updates, want in cases:
         assert update_features(broker.port, 2, updates) == (INVALID_UPDATE_VERSION, want, None), updates
     # A refused request writes nothing, not even its valid updates.
-    assert api_versions_features(broker.port)[2] == {"metadata.version": 33, "transaction.version": 2, "group.version": 1}
+    assert api_versions_features(broker.port)[2] == {"metadata.version": 33, "transaction.version": 2, "group.version": 1,
+                                                     "kraft.version": 1}
 
 
 @pytest.fixture(scope="module")

@@ -46,6 +46,8 @@ top_level!(
     ElectLeadersResponse,
     DescribeQuorumResponse,
     UnregisterBrokerResponse,
+    AddRaftVoterResponse,
+    RemoveRaftVoterResponse,
     DescribeAclsResponse,
     AlterPartitionReassignmentsResponse,
     ListPartitionReassignmentsResponse,

@@ -62,7 +62,7 @@ pub static KEYS: &[KeyDef] = &[
     key!("log.dirs", Some("./data"), String, broker, false, "The log dirs, a comma list: new partitions go to the one holding the fewest; the first also holds the metadata log."),
     key!("log.dir", Some("./data"), String, broker, false, "The log dir when log.dirs is not set."),
     key!("process.roles", Some("broker,controller"), List, broker, false, "broker, controller, or both (combined mode)."),
-    key!("controller.quorum.voters", Some(""), List, broker, false, "The quorum: id@host:port of every voter. Empty: this node alone."),
+    key!("controller.quorum.voters", Some(""), List, broker, false, "The quorum a new metadata log starts with: id@host:port of every voter (then the log's voter set, KIP-853). Empty: this node alone."),
     key!("controller.listener.names", Some("CONTROLLER"), List, broker, false, "The listener names (in listeners) controllers use."),
     key!(
         "listener.security.protocol.map",

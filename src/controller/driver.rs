@@ -17,6 +17,7 @@ use crate::journal::Journal;
 use crate::metadata::image::Image;
 use crate::metadata::published::Published;
 use crate::metadata::records::{Record, RecordBatch};
+use crate::metadata::voters::VoterChange;
 
 /// Milliseconds per Raft tick. With 10 ticks to an election, a dead leader is replaced
 /// within 0.5–1 s (the timeout is randomized between 10 and 20 ticks).
@@ -29,6 +30,8 @@ enum Cmd {
     Step(Message),
     /// A batch, who waits for it, and when it was proposed.
     Propose(RecordBatch, oneshot::Sender<Result<u64>>, Instant),
+    /// A change to the voter set, and who waits for it to be applied.
+    ChangeVoters(VoterChange, oneshot::Sender<Result<u64>>),
 }
 
 /// A proposal of this node's, waiting to commit.
@@ -72,6 +75,12 @@ pub struct Status {
     pub commit: u64,
     pub progress: Vec<(u64, u64)>,
     pub voters: Vec<u64>,
+    /// Voters being added, catching up as learners.
+    pub learners: Vec<u64>,
+    /// A voter change is proposed and not yet applied.
+    pub voter_change_pending: bool,
+    /// When each peer was last heard from (epoch ms), for DescribeQuorum's fetch times.
+    pub heard: Vec<(u64, i64)>,
 }
 
 impl Status {
@@ -115,6 +124,7 @@ impl Quorum {
             // The quorum leader last seen, so each new one is counted once.
             let mut seen_leader: Option<u64> = None;
             let mut next_tag: u64 = rand_seed();
+            let mut heard: HashMap<u64, i64> = HashMap::new();
             // The first pass runs at once: a lone voter's campaign is ready to persist, and
             // the timer would round even an immediate first tick up to the next millisecond.
             let mut first = true;
@@ -128,7 +138,22 @@ impl Quorum {
                     }
                 };
                 let mut handle = |c: Cmd, node: &mut QuorumNode| match c {
-                    Cmd::Step(m) => node.step(m),
+                    Cmd::Step(m) => {
+                        heard.insert(m.from, crate::clock::now_ms());
+                        node.step(m)
+                    }
+                    Cmd::ChangeVoters(change, reply) => {
+                        next_tag = next_tag.wrapping_add(1);
+                        let tag = next_tag.to_be_bytes().to_vec();
+                        match node.propose_voter_change(tag.clone(), &change) {
+                            Ok(()) => {
+                                pending.insert(tag, Pending { reply, elections: Vec::new(), proposed: Instant::now() });
+                            }
+                            Err(e) => {
+                                let _ = reply.send(Err(e));
+                            }
+                        }
+                    }
                     Cmd::Propose(batch, reply, proposed) => {
                         next_tag = next_tag.wrapping_add(1);
                         let tag = next_tag.to_be_bytes().to_vec();
@@ -196,13 +221,19 @@ impl Quorum {
                     commit: node.commit_index(),
                     progress: node.progress(),
                     voters: node.voters(),
+                    learners: node.learners(),
+                    voter_change_pending: node.voter_change_pending(),
+                    heard: heard.iter().map(|(k, v)| (*k, *v)).collect(),
                 };
                 status_tx.send_if_modified(|s| {
                     let changed = s.leader != st.leader
                         || s.is_leader != st.is_leader
                         || s.term != st.term
                         || s.commit != st.commit
-                        || s.progress != st.progress;
+                        || s.progress != st.progress
+                        || s.voters != st.voters
+                        || s.learners != st.learners
+                        || s.voter_change_pending != st.voter_change_pending;
                     *s = st;
                     changed
                 });
@@ -244,6 +275,13 @@ impl Quorum {
         rx.await.map_err(|_| Error::NotController)?
     }
 
+    /// Changes the voter set (one change at a time); resolves once the change is applied here.
+    pub async fn change_voters(&self, change: VoterChange) -> Result<u64> {
+        let (tx, rx) = oneshot::channel();
+        self.cmd.send(Cmd::ChangeVoters(change, tx)).await.map_err(|_| Error::NotController)?;
+        rx.await.map_err(|_| Error::NotController)?
+    }
+
     /// Where the applied image is published (a broker on this node reads it there).
     pub fn published(&self) -> Arc<Published> {
         self.image.clone()
@@ -282,15 +320,31 @@ impl Quorum {
         self.last_proposal_ms.load(Ordering::Relaxed)
     }
 
-    /// The quorum as DescribeQuorum reports it.
+    /// The quorum as DescribeQuorum reports it: the voters, then as observers the learners
+    /// heard from within `OBSERVER_GONE_MS` (the controllers the leader replicates to
+    /// without counting their votes; Kafka too lists only observers that fetch).
     pub fn info(&self) -> QuorumInfo {
+        const OBSERVER_GONE_MS: i64 = 10_000;
         let st = self.status();
+        let now = crate::clock::now_ms();
+        let heard: HashMap<u64, i64> = st.heard.iter().copied().collect();
+        let live = |v: &&u64| heard.get(*v).is_some_and(|t| now - t < OBSERVER_GONE_MS);
         let progress: HashMap<u64, u64> = st.progress.iter().copied().collect();
+        let image = self.image();
+        let replica = |v: &u64| {
+            let id = super::quorum::node_id(*v);
+            let dir = image.voters.get(&id).map_or(uuid::Uuid::nil(), |i| i.directory_id);
+            (id, progress.get(v).copied().unwrap_or(0), dir)
+        };
         QuorumInfo {
             leader: st.leader.map_or(-1, super::quorum::node_id),
             term: st.term,
             high_watermark: st.commit,
-            voters: st.voters.iter().map(|v| (super::quorum::node_id(*v), progress.get(v).copied().unwrap_or(0))).collect(),
+            voters: st.voters.iter().map(|v| { let (id, leo, _) = replica(v); (id, leo) }).collect(),
+            directory_ids: st.voters.iter().chain(&st.learners).map(|v| { let (id, _, dir) = replica(v); (id, dir) }).collect(),
+            observers: st.learners.iter().filter(live).map(|v| { let (id, leo, _) = replica(v); (id, leo) }).collect(),
+            heard: st.heard.iter().map(|(v, t)| (super::quorum::node_id(*v), *t)).collect(),
+            endpoints: image.voters.iter().map(|(id, i)| (*id, i.endpoints.clone())).collect(),
         }
     }
 }

@@ -18,6 +18,7 @@ pub mod sasl;
 mod scram;
 mod tokens;
 mod topics;
+pub mod voters;
 
 #[cfg(test)]
 mod quorum_tests;
@@ -51,6 +52,8 @@ pub struct Controller {
     bootstrap: Mutex<Option<(Vec<Record>, std::path::PathBuf)>>,
     /// Records a new cluster starts with (`--add-scram` credentials), written with its id.
     formation: Mutex<Vec<Record>>,
+    /// Held while a voter is added or removed: one change at a time.
+    voter_ops: tokio::sync::Mutex<()>,
 }
 
 impl Controller {
@@ -64,6 +67,7 @@ impl Controller {
             last_token_sweep: Mutex::new(now_ms()),
             bootstrap: Mutex::new(None),
             formation: Mutex::new(Vec::new()),
+            voter_ops: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -122,6 +126,22 @@ impl Controller {
         if !self.quorum.status().is_leader {
             return self.not_controller();
         }
+        // A voter change waits for the new voter to catch up, so it does not hold up the
+        // other decisions (heartbeats among them) meanwhile.
+        let voter_change = match &req {
+            Request::AddVoter { id, directory_id, endpoints, timeout_ms } => {
+                Some(self.add_voter(*id, *directory_id, endpoints.clone(), *timeout_ms).await)
+            }
+            Request::RemoveVoter { id, directory_id } => Some(self.remove_voter(*id, *directory_id).await),
+            _ => None,
+        };
+        if let Some(r) = voter_change {
+            return match r {
+                Ok(resp) => resp,
+                Err(Error::NotController) => self.not_controller(),
+                Err(e) => Response::Failed(e),
+            };
+        }
         let _turn = self.ops.lock().await;
         let r = match req {
             Request::Register { id, incarnation, host, port, rack, controller, endpoints, http } => {
@@ -160,7 +180,9 @@ impl Controller {
             }
             Request::RenewToken { requester, hmac, period_ms } => self.change_token(requester, hmac.0, period_ms, false).await,
             Request::ExpireToken { requester, hmac, period_ms } => self.change_token(requester, hmac.0, period_ms, true).await,
-            Request::FetchMetadata { .. } | Request::DescribeQuorum => unreachable!("answered above"),
+            Request::FetchMetadata { .. } | Request::DescribeQuorum | Request::AddVoter { .. } | Request::RemoveVoter { .. } => {
+                unreachable!("answered above")
+            }
         };
         match r {
             Ok(resp) => resp,
@@ -522,7 +544,8 @@ impl Controller {
                 batches: entries
                     .into_iter()
                     .filter_map(|e| {
-                        let b = if e.data.is_empty() {
+                        // A voter change is Raft's business: brokers see an empty batch there.
+                        let b = if e.data.is_empty() || e.get_entry_type() != raft::eraftpb::EntryType::EntryNormal {
                             crate::metadata::records::RecordBatch::new(vec![])
                         } else {
                             crate::metadata::records::RecordBatch::decode(&e.data).ok()?

@@ -254,3 +254,35 @@ pub async fn call(dialer: &Dialer, login: Option<&Login>, addr: &str, from: i32,
         Err(_) => Err(Error::RequestTimedOut(format!("controller at {addr} did not answer"))),
     }
 }
+
+/// The links to the quorum's peers: the configured voters, and the voters and learners
+/// the log added since (dialed on their first message, at the address the log gives).
+pub struct Peers {
+    dialer: Dialer,
+    login: Option<Arc<Login>>,
+    links: parking_lot::Mutex<std::collections::HashMap<u64, mpsc::Sender<Message>>>,
+}
+
+impl Peers {
+    /// Links to `configured` (raft id, address) peers.
+    pub fn new(dialer: Dialer, login: Option<Arc<Login>>, configured: Vec<(u64, String)>) -> Peers {
+        let links = configured
+            .into_iter()
+            .map(|(id, addr)| (id, peer_sender(super::quorum::node_id(id) as u64, addr, dialer.clone(), login.clone())))
+            .collect();
+        Peers { dialer, login, links: parking_lot::Mutex::new(links) }
+    }
+
+    /// Sends `m` (best effort); a peer not linked yet is dialed at `lookup(m.to)`, if known.
+    pub fn send(&self, m: Message, lookup: impl FnOnce(u64) -> Option<String>) {
+        let mut links = self.links.lock();
+        if !links.contains_key(&m.to) {
+            let Some(addr) = lookup(m.to) else { return };
+            let peer = super::quorum::node_id(m.to) as u64;
+            links.insert(m.to, peer_sender(peer, addr, self.dialer.clone(), self.login.clone()));
+        }
+        if let Some(tx) = links.get(&m.to) {
+            let _ = tx.try_send(m);
+        }
+    }
+}

@@ -9,7 +9,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use raft::eraftpb::{EntryType, Message};
+use protobuf::Message as _;
+use raft::eraftpb::{ConfChangeSingle, ConfChangeType, ConfChangeV2, EntryType, Message};
 use raft::{RawNode, StateRole};
 
 use super::raft_store::RaftStore;
@@ -17,6 +18,7 @@ use crate::journal::Journal;
 use crate::metadata::image::Image;
 use crate::metadata::published::Published;
 use crate::metadata::records::RecordBatch;
+use crate::metadata::voters::VoterChange;
 
 /// Raft timing, in ticks.
 #[derive(Debug, Clone, Copy)]
@@ -139,6 +141,10 @@ impl QuorumNode {
     /// Advances the logical clock by one tick.
     pub fn tick(&mut self) {
         self.raw.tick();
+        // A transfer whose message was lost times out: a leader that is no voter tries again.
+        if self.is_leader() && self.raw.raft.lead_transferee.is_none() && !self.raw.raft.prs().conf().voters().contains(self.id) {
+            self.hand_over();
+        }
     }
 
     /// Starts an election now (a lone voter need not wait for its timeout).
@@ -149,6 +155,35 @@ impl QuorumNode {
     /// Delivers a message from a peer. Messages from unknown peers are ignored by raft.
     pub fn step(&mut self, m: Message) {
         let _ = self.raw.step(m);
+    }
+
+    /// Proposes a change to the voter set; fails unless this node is the leader, or while
+    /// an earlier change is not yet applied (one change at a time, as Kafka's
+    /// AddVoterHandler and RemoveVoterHandler allow: REQUEST_TIMED_OUT).
+    pub fn propose_voter_change(&mut self, context: Vec<u8>, change: &VoterChange) -> Result<(), crate::error::Error> {
+        if !self.is_leader() {
+            return Err(crate::error::Error::NotController);
+        }
+        if self.raw.raft.has_pending_conf() {
+            return Err(crate::error::Error::RequestTimedOut(
+                "timed out waiting for the leader to handle the previous add or remove voter request".into(),
+            ));
+        }
+        let (kind, id) = match change {
+            VoterChange::AddLearner { id, .. } => (ConfChangeType::AddLearnerNode, *id),
+            VoterChange::Promote { id } => (ConfChangeType::AddNode, *id),
+            VoterChange::Demote { id } => (ConfChangeType::AddLearnerNode, *id),
+        };
+        let mut single = ConfChangeSingle::default();
+        single.set_change_type(kind);
+        single.node_id = raft_id(id);
+        let mut cc = ConfChangeV2::default();
+        cc.set_changes(vec![single].into());
+        cc.context = change.encode().into();
+        self.raw.propose_conf_change(context, cc).map_err(|e| match e {
+            raft::Error::ProposalDropped => crate::error::Error::NotController,
+            other => crate::error::Error::InvalidRequest(format!("voter change refused: {other}")),
+        })
     }
 
     /// Proposes a batch; fails unless this node is the leader.
@@ -197,6 +232,18 @@ impl QuorumNode {
         v
     }
 
+    /// The learners of the configuration: voters being added, catching up.
+    pub fn learners(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.raw.raft.prs().conf().learners().iter().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Is a voter change proposed and not yet applied?
+    pub fn voter_change_pending(&self) -> bool {
+        self.raw.raft.has_pending_conf()
+    }
+
     /// The voters of the configuration.
     pub fn voters(&self) -> Vec<u64> {
         let mut v: Vec<u64> = self.raw.raft.prs().conf().voters().ids().iter().collect();
@@ -243,6 +290,9 @@ impl QuorumNode {
             out.leader_changed = true;
         }
         self.maybe_snapshot()?;
+        if self.store.take_snapshot_wanted() {
+            self.snapshot_now()?;
+        }
         Ok(out)
     }
 
@@ -252,8 +302,24 @@ impl QuorumNode {
         }
         // One copy of the image per ready batch of entries, published when all are applied.
         let mut events = Vec::new();
+        let mut left_voters = false;
         let applied = self.image.update(|image| {
             for e in entries {
+                if e.get_entry_type() == EntryType::EntryConfChangeV2 {
+                    let cc = ConfChangeV2::parse_from_bytes(&e.data).map_err(|err| anyhow::anyhow!("metadata log entry {}: {err}", e.index))?;
+                    self.raw.apply_conf_change(&cc)?;
+                    match VoterChange::decode(&cc.context) {
+                        Some(VoterChange::AddLearner { id, info }) => {
+                            image.voters.insert(id, info);
+                        }
+                        // A demoted voter keeps its entry: it is still replicated to there.
+                        Some(VoterChange::Promote { .. } | VoterChange::Demote { .. }) | None => {}
+                    }
+                    left_voters |= !self.raw.raft.prs().conf().voters().contains(self.id);
+                    image.offset = image.offset.max(e.index);
+                    out.applied.push(Applied { offset: e.index, context: e.context.to_vec() });
+                    continue;
+                }
                 if e.get_entry_type() != EntryType::EntryNormal || e.data.is_empty() {
                     image.offset = image.offset.max(e.index);
                     continue;
@@ -270,7 +336,21 @@ impl QuorumNode {
             Ok(())
         });
         self.journal.push(events);
+        if left_voters && self.is_leader() {
+            self.hand_over();
+        }
         applied
+    }
+
+    /// A leader that its own removal took out of the voters resigns, as Kafka's does once
+    /// the change commits: it hands leadership to the voter furthest along.
+    fn hand_over(&mut self) {
+        let voters = self.raw.raft.prs().conf().voters().ids();
+        let best = self.raw.raft.prs().iter().filter(|(id, _)| voters.contains(**id)).max_by_key(|(_, p)| p.matched).map(|(id, _)| *id);
+        if let Some(to) = best {
+            tracing::info!(to = node_id(to), "this controller left the voters; handing leadership over");
+            self.raw.transfer_leader(to);
+        }
     }
 
     fn maybe_snapshot(&mut self) -> anyhow::Result<()> {
@@ -285,7 +365,7 @@ impl QuorumNode {
     pub fn snapshot_now(&mut self) -> anyhow::Result<()> {
         let applied = self.raw.raft.raft_log.applied;
         let bytes = self.image.load().to_snapshot();
-        self.store.compact(applied, bytes)?;
+        self.store.compact(applied, bytes, self.raw.raft.prs().conf().to_conf_state())?;
         self.bytes_since_snapshot = 0;
         Ok(())
     }

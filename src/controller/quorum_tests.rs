@@ -11,6 +11,7 @@ use tempfile::TempDir;
 use super::quorum::{QuorumNode, Timing};
 use crate::metadata::image::Image;
 use crate::metadata::records::{Record, RecordBatch};
+use crate::metadata::voters::{VoterChange, VoterInfo};
 use crate::testing::Rng;
 
 const TIMING: Timing = Timing { election_ticks: 10, heartbeat_ticks: 2 };
@@ -18,6 +19,8 @@ const TIMING: Timing = Timing { election_ticks: 10, heartbeat_ticks: 2 };
 struct Sim {
     dirs: Vec<TempDir>,
     ids: Vec<u64>,
+    /// The configured voters every node opens with (`controller.quorum.voters`).
+    bootstrap: Vec<u64>,
     nodes: BTreeMap<u64, QuorumNode>,
     in_flight: Vec<Message>,
     rng: Rng,
@@ -30,13 +33,18 @@ struct Sim {
 
 impl Sim {
     fn new(n: u64, seed: u64) -> Sim {
+        Sim::with_voters(n, &(1..=n).collect::<Vec<_>>(), seed)
+    }
+
+    /// Nodes 1..=n, of which only `voters` vote: the others start as observers.
+    fn with_voters(n: u64, voters: &[u64], seed: u64) -> Sim {
         let ids: Vec<u64> = (1..=n).collect();
         let dirs: Vec<TempDir> = ids.iter().map(|_| tempfile::tempdir().unwrap()).collect();
         let mut nodes = BTreeMap::new();
         for (i, id) in ids.iter().enumerate() {
-            nodes.insert(*id, QuorumNode::open(dirs[i].path(), *id, &ids, TIMING).unwrap());
+            nodes.insert(*id, QuorumNode::open(dirs[i].path(), *id, voters, TIMING).unwrap());
         }
-        Sim { dirs, ids, nodes, in_flight: Vec::new(), rng: Rng(seed | 1), drop_percent: 5, isolated: Vec::new(), leaders: HashMap::new() }
+        Sim { dirs, ids, bootstrap: voters.to_vec(), nodes, in_flight: Vec::new(), rng: Rng(seed | 1), drop_percent: 5, isolated: Vec::new(), leaders: HashMap::new() }
     }
 
     fn crash(&mut self, id: u64) {
@@ -46,7 +54,7 @@ impl Sim {
 
     fn restart(&mut self, id: u64) {
         let i = self.ids.iter().position(|x| *x == id).unwrap();
-        self.nodes.insert(id, QuorumNode::open(self.dirs[i].path(), id, &self.ids, TIMING).unwrap());
+        self.nodes.insert(id, QuorumNode::open(self.dirs[i].path(), id, &self.bootstrap, TIMING).unwrap());
     }
 
     /// One logical step: every live node ticks, some messages are delivered, output is collected.
@@ -105,6 +113,25 @@ impl Sim {
     fn propose(&mut self, rec: Record) -> bool {
         let Some(l) = self.leader() else { return false };
         self.nodes.get_mut(&l).unwrap().propose(vec![], &RecordBatch::new(vec![rec])).is_ok()
+    }
+
+    /// Has the leader propose a voter change (retrying while it is not ready for one) and
+    /// runs until it is applied there.
+    fn change(&mut self, change: VoterChange) {
+        for _ in 0..2000 {
+            if let Some(l) = self.leader() {
+                if self.nodes.get_mut(&l).unwrap().propose_voter_change(vec![], &change).is_ok() {
+                    for _ in 0..2000 {
+                        self.step();
+                        if self.leader().is_some_and(|l| !self.nodes[&l].voter_change_pending()) {
+                            return;
+                        }
+                    }
+                }
+            }
+            self.step();
+        }
+        panic!("{change:?} was not applied");
     }
 
     fn images(&self) -> Vec<Image> {
@@ -236,4 +263,69 @@ fn an_isolated_leader_steps_down_and_the_majority_moves_on() {
     sim.isolated.clear();
     let img = sim.converge();
     assert!(img.topics.contains_key("t7"));
+}
+
+#[test]
+fn a_voter_joins_as_a_learner_is_promoted_and_the_leader_can_remove_itself() {
+    // Without and with a compacted log: the learner then catches up from a snapshot that
+    // must name it in its configuration.
+    for (seed, compact) in [(7, false), (8, true)] {
+        let mut sim = Sim::with_voters(4, &[1, 2, 3], seed);
+        sim.run_until_leader();
+        for i in 0..10 {
+            sim.propose(topic(i));
+            sim.run(2);
+        }
+        sim.run(100);
+        if compact {
+            for (_, n) in sim.nodes.iter_mut().filter(|(id, _)| **id != 4) {
+                n.snapshot_now().unwrap();
+            }
+        }
+        let info = VoterInfo { directory_id: uuid::Uuid::from_u64_pair(4, 4), endpoints: vec![] };
+        sim.change(VoterChange::AddLearner { id: 4, info: info.clone() });
+        let l = sim.run_until_leader();
+        assert_eq!(sim.nodes[&l].learners(), vec![4], "seed {seed}");
+        let target = sim.nodes[&l].commit_index();
+        for _ in 0..3000 {
+            let l = sim.run_until_leader();
+            if sim.nodes[&l].progress().iter().any(|(id, m)| *id == 4 && *m >= target) {
+                break;
+            }
+            sim.step();
+        }
+        sim.change(VoterChange::Promote { id: 4 });
+        let img = sim.converge();
+        assert_eq!(img.voters.get(&4), Some(&info), "seed {seed}");
+        assert!(sim.nodes.values().all(|n| n.voters() == vec![1, 2, 3, 4]), "seed {seed}");
+        assert!(sim.propose(topic(50)));
+        assert!(sim.converge().topics.contains_key("t50"), "seed {seed}: four voters commit");
+
+        // The leader removes itself: it stays a learner and hands leadership over.
+        let old = sim.run_until_leader();
+        sim.change(VoterChange::Demote { id: old as i32 });
+        let mut new = old;
+        for _ in 0..3000 {
+            new = sim.run_until_leader();
+            if new != old {
+                break;
+            }
+            sim.step();
+        }
+        assert_ne!(new, old, "seed {seed}: the removed leader resigned");
+        let rest: Vec<u64> = (1..=4).filter(|i| *i != old).collect();
+        assert!(sim.propose(topic(60)));
+        let img = sim.converge();
+        assert!(img.topics.contains_key("t60"), "seed {seed}: the removed node still follows the log");
+        assert!(sim.nodes.values().all(|n| n.voters() == rest), "seed {seed}");
+
+        // The voter set is in the log: restarts keep it, whatever the configured voters say.
+        for id in 1..=4 {
+            sim.crash(id);
+            sim.restart(id);
+        }
+        sim.run_until_leader();
+        sim.converge();
+        assert!(sim.nodes.values().all(|n| n.voters() == rest), "seed {seed}: after restarts");
+    }
 }

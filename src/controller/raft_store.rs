@@ -50,6 +50,9 @@ pub struct RaftStore {
     core: Arc<RwLock<Core>>,
     file: Arc<parking_lot::Mutex<File>>,
     dir: PathBuf,
+    /// Raft asked for a snapshot that the stored one cannot serve (it predates the
+    /// configuration that holds the receiver): the node takes a fresh one.
+    snapshot_wanted: Arc<std::sync::atomic::AtomicBool>,
 }
 
 fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
@@ -81,8 +84,10 @@ fn read_frames(bytes: &[u8]) -> (Vec<(u8, &[u8])>, usize) {
 }
 
 impl RaftStore {
-    /// Opens (or creates) the log in `dir`. The quorum is static, as configured:
-    /// `voters` is the configuration whatever the log says.
+    /// Opens (or creates) the log in `dir`. `voters` is the bootstrap configuration of a
+    /// log without a snapshot; after that the snapshot's configuration, and the
+    /// configuration changes in the log after it, say who votes (KIP-853's voter set in
+    /// the log, so that added and removed voters survive restarts).
     pub fn open(dir: &Path, voters: &[u64]) -> std::io::Result<RaftStore> {
         std::fs::create_dir_all(dir)?;
         let mut core = Core::default();
@@ -91,7 +96,9 @@ impl RaftStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }
-        core.snapshot.mut_metadata().set_conf_state(ConfState::from((voters.to_vec(), vec![])));
+        if core.snapshot.get_metadata().get_conf_state().voters.is_empty() {
+            core.snapshot.mut_metadata().set_conf_state(ConfState::from((voters.to_vec(), vec![])));
+        }
         core.hard_state.commit = core.snapshot.get_metadata().index;
         core.hard_state.term = core.snapshot.get_metadata().term;
         let path = dir.join("raft.log");
@@ -125,7 +132,12 @@ impl RaftStore {
         }
         let mut file = file;
         std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(good as u64))?;
-        Ok(RaftStore { core: Arc::new(RwLock::new(core)), file: Arc::new(parking_lot::Mutex::new(file)), dir: dir.to_path_buf() })
+        Ok(RaftStore {
+            core: Arc::new(RwLock::new(core)),
+            file: Arc::new(parking_lot::Mutex::new(file)),
+            dir: dir.to_path_buf(),
+            snapshot_wanted: Arc::default(),
+        })
     }
 
     /// The index the latest snapshot covers (without copying its data).
@@ -178,15 +190,19 @@ impl RaftStore {
         self.rewrite(&core)
     }
 
-    /// Takes a snapshot at `index` (applied, so committed) holding `image`, and drops the
-    /// entries it covers.
-    pub fn compact(&self, index: u64, image: Vec<u8>) -> std::io::Result<()> {
+    /// Was a fresh snapshot asked for since the last call?
+    pub fn take_snapshot_wanted(&self) -> bool {
+        self.snapshot_wanted.swap(false, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Takes a snapshot at `index` (applied, so committed) holding `image` and `conf` (the
+    /// configuration as of `index`), and drops the entries it covers.
+    pub fn compact(&self, index: u64, image: Vec<u8>, conf: ConfState) -> std::io::Result<()> {
         let mut core = self.core.write();
         if index < core.first_index() || index > core.last_index() {
             return Ok(());
         }
         let term = core.entries[(index - core.first_index()) as usize].term;
-        let conf = core.snapshot.get_metadata().get_conf_state().clone();
         let mut snap = Snapshot::default();
         snap.set_data(image.into());
         snap.mut_metadata().index = index;
@@ -284,8 +300,15 @@ impl raft::Storage for RaftStore {
         Ok(self.core.read().last_index())
     }
 
-    fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
+    fn snapshot(&self, request_index: u64, to: u64) -> raft::Result<Snapshot> {
         let core = self.core.read();
+        let conf = core.snapshot.get_metadata().get_conf_state();
+        if !conf.voters.contains(&to) && !conf.learners.contains(&to) {
+            // Raft refuses a snapshot whose configuration lacks the receiver (a voter
+            // being added): one taken now holds it.
+            self.snapshot_wanted.store(true, std::sync::atomic::Ordering::Relaxed);
+            return Err(raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable));
+        }
         if core.snapshot.get_metadata().index < request_index {
             // The driver compacts often enough that a newer one comes soon.
             return Err(raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable));
@@ -325,19 +348,23 @@ mod tests {
         let mut f = OpenOptions::new().append(true).open(dir.path().join("raft.log")).unwrap();
         f.write_all(&[0, 0, 0, 50, 1, 2]).unwrap();
         drop(f);
-        let s = RaftStore::open(dir.path(), &[9]).unwrap();
+        let s = RaftStore::open(dir.path(), &[1, 2, 3]).unwrap();
         assert_eq!(s.last_index().unwrap(), 2);
         assert_eq!(s.term(2).unwrap(), 2);
         let st = s.initial_state().unwrap();
         assert_eq!((st.hard_state.term, st.hard_state.vote, st.hard_state.commit), (2, 3, 2));
-        assert_eq!(st.conf_state.voters, vec![9], "the configured voters are the configuration");
+        assert_eq!(st.conf_state.voters, vec![1, 2, 3], "a log without a snapshot starts from the configured voters");
         s.append(&[entry(3, 2, b"c")]).unwrap();
-        s.compact(2, b"image@2".to_vec()).unwrap();
+        s.compact(2, b"image@2".to_vec(), ConfState::from((vec![1, 2, 3, 4], vec![]))).unwrap();
         drop(s);
         let s = RaftStore::open(dir.path(), &[9]).unwrap();
+        let st = s.initial_state().unwrap();
+        assert_eq!(st.conf_state.voters, vec![1, 2, 3, 4], "the snapshot's voters outlive the configured ones");
         assert_eq!(s.first_index().unwrap(), 3);
         assert_eq!(s.term(2).unwrap(), 2);
-        assert_eq!(&s.snapshot(0, 0).unwrap().data[..], b"image@2");
+        assert_eq!(&s.snapshot(0, 4).unwrap().data[..], b"image@2");
+        assert!(s.snapshot(0, 5).is_err(), "node 5 is not in that snapshot's configuration");
+        assert!(s.take_snapshot_wanted() && !s.take_snapshot_wanted());
         assert_eq!(s.entries(3, 4, None, GetEntriesContext::empty(false)).unwrap()[0].data[..], b"c"[..]);
         assert!(s.entries(2, 4, None, GetEntriesContext::empty(false)).is_err());
     }

@@ -151,6 +151,18 @@ pub enum Request {
         validate_only: bool,
     },
     DescribeQuorum,
+    /// AddRaftVoter: catch `id` up as a learner, then make it a voter.
+    AddVoter {
+        id: i32,
+        directory_id: Uuid,
+        endpoints: Vec<crate::metadata::voters::VoterEndpoint>,
+        timeout_ms: i32,
+    },
+    /// RemoveRaftVoter.
+    RemoveVoter {
+        id: i32,
+        directory_id: Uuid,
+    },
     /// Committed metadata from offset `from` on (for nodes that don't vote).
     FetchMetadata {
         from: u64,
@@ -201,6 +213,18 @@ pub struct QuorumInfo {
     pub high_watermark: u64,
     /// (voter id, log end offset the leader knows it has).
     pub voters: Vec<(i32, u64)>,
+    /// (observer id, log end offset): controllers being added, catching up.
+    #[serde(default)]
+    pub observers: Vec<(i32, u64)>,
+    /// The directory id of every voter and observer added through AddRaftVoter.
+    #[serde(default)]
+    pub directory_ids: Vec<(i32, Uuid)>,
+    /// The controller endpoints of voters added through AddRaftVoter.
+    #[serde(default)]
+    pub endpoints: Vec<(i32, Vec<crate::metadata::voters::VoterEndpoint>)>,
+    /// When the leader last heard from each peer (epoch ms).
+    #[serde(default)]
+    pub heard: Vec<(i32, i64)>,
 }
 
 /// The controller's answer.

@@ -11,9 +11,14 @@
 //! - `group.version` 0–1: at 0, ConsumerGroupHeartbeat answers UNSUPPORTED_VERSION as
 //!   Kafka's does, so clients fall back to the classic protocol.
 //!
+//! - `kraft.version` 0–1: at 1 the voter set lives in the metadata log and AddRaftVoter
+//!   and RemoveRaftVoter change it (KIP-853); at 0 they answer UNSUPPORTED_VERSION. New
+//!   clusters start at 1; a cluster from before the feature upgrades with
+//!   `kafka-features upgrade --feature kraft.version=1`. Like Kafka, no downgrade.
+//!
 //! None of these levels has a dependency in Kafka 4.4 beyond `metadata.version` ≥ 7, which
-//! every supported `metadata.version` meets. `kraft.version`, `share.version`,
-//! `streams.version` and `eligible.leader.replicas.version` are not claimed.
+//! every supported `metadata.version` meets. `share.version`, `streams.version` and
+//! `eligible.leader.replicas.version` are not claimed.
 
 use std::collections::BTreeMap;
 
@@ -25,6 +30,8 @@ pub const METADATA_VERSION: &str = "metadata.version";
 pub const GROUP_VERSION: &str = "group.version";
 /// The feature whose level picks the transaction protocol (KIP-890 at 2).
 pub const TRANSACTION_VERSION: &str = "transaction.version";
+/// The feature whose level 1 lets the voter set change (KIP-853).
+pub const KRAFT_VERSION: &str = "kraft.version";
 /// Kafka 4.4's `MetadataVersion.MINIMUM_VERSION` (3.3-IV3).
 const MV_MIN: i16 = 7;
 /// Kafka 4.4's `MetadataVersion.LATEST_PRODUCTION` (4.4-IV2).
@@ -43,6 +50,7 @@ pub struct FeatureDef {
 /// Every feature this build supports.
 pub const FEATURES: &[FeatureDef] = &[
     FeatureDef { name: GROUP_VERSION, min: 0, max: 1, bootstrap: 1 },
+    FeatureDef { name: KRAFT_VERSION, min: 0, max: 1, bootstrap: 1 },
     FeatureDef { name: METADATA_VERSION, min: MV_MIN, max: MV_LATEST, bootstrap: MV_LATEST },
     FeatureDef { name: TRANSACTION_VERSION, min: 0, max: 2, bootstrap: 2 },
 ];
@@ -143,6 +151,10 @@ fn plan_one(u: &FeatureUpdate, current: i16, controller: i32) -> Result<Record, 
     if level > current && u.upgrade_type != UpgradeType::Upgrade {
         return Err(invalid(f, level, "Can't downgrade to a newer version."));
     }
+    if f == KRAFT_VERSION && level < current {
+        // Kafka's KafkaRaftClient refuses it: the voters in the log cannot be forgotten.
+        return Err(invalid(f, level, "Downgrading kraft.version is not supported."));
+    }
     if f == METADATA_VERSION && level < current && metadata_changed(current, level) {
         let reason = if u.upgrade_type == UpgradeType::UnsafeDowngrade {
             "Unsafe metadata downgrade is not supported in this version."
@@ -187,6 +199,7 @@ mod tests {
         assert_eq!(f.get(METADATA_VERSION), Some(&33));
         assert_eq!(f.get(TRANSACTION_VERSION), Some(&2));
         assert_eq!(f.get(GROUP_VERSION), Some(&1));
+        assert_eq!(f.get(KRAFT_VERSION), Some(&1));
         assert_eq!(bootstrap_records().len(), FEATURES.len());
     }
 
@@ -223,6 +236,9 @@ mod tests {
         let up = |t| plan_updates(&low, &[update("group.version", 1, t)], 1);
         assert!(up(SafeDowngrade).unwrap_err().ends_with("Can't downgrade to a newer version."));
         assert!(up(Upgrade).is_ok());
+        assert!(one(KRAFT_VERSION, 0, UnsafeDowngrade).unwrap_err().ends_with("Downgrading kraft.version is not supported."));
+        low.insert(KRAFT_VERSION.into(), 0);
+        assert!(plan_updates(&low, &[update(KRAFT_VERSION, 1, Upgrade)], 1).is_ok(), "an old log upgrades");
     }
 
     #[test]

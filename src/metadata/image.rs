@@ -96,6 +96,11 @@ pub struct Image {
     /// controller's idle NoOps) leave it, so followers of the image can skip them.
     #[serde(default)]
     pub changed_at: u64,
+    /// Voters (and learners about to become voters) added through AddRaftVoter, by node
+    /// id: their directory ids and endpoints (Kafka's `VotersRecord`). Bootstrap voters are
+    /// absent: they have no directory id and the config says where they are.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub voters: BTreeMap<i32, super::voters::VoterInfo>,
 }
 
 impl Image {

@@ -3,9 +3,11 @@
 pub mod features;
 pub mod health;
 pub mod image;
+pub mod meta_properties;
 pub mod names;
 pub mod published;
 pub mod records;
+pub mod voters;
 
 use std::collections::BTreeMap;
 
@@ -24,16 +26,20 @@ pub struct TopicRecord {
 
 /// A random cluster id in Kafka's style: 16 bytes, URL-safe base64 without padding.
 pub fn new_cluster_id() -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let b = *Uuid::new_v4().as_bytes();
-    let mut s = String::new();
-    for chunk in b.chunks(3) {
-        let n = chunk.iter().fold(0u32, |acc, &x| (acc << 8) | x as u32) << (8 * (3 - chunk.len()));
-        for i in 0..=chunk.len() {
-            s.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
-        }
-    }
-    s
+    kafka_uuid(Uuid::new_v4())
+}
+
+/// A UUID as Kafka writes one (`Uuid.toString`): URL-safe base64 without padding.
+pub fn kafka_uuid(u: Uuid) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(u.as_bytes())
+}
+
+/// Reads a UUID as Kafka writes one (`Uuid.fromString`).
+pub fn parse_kafka_uuid(s: &str) -> Option<Uuid> {
+    use base64::Engine;
+    let b = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s.trim()).ok()?;
+    Uuid::from_slice(&b).ok()
 }
 
 /// The single-broker metadata file of earlier Sluice versions, read once to carry its

@@ -72,8 +72,10 @@ class FeaturesTest {
         Map<String, SupportedVersionRange> supported = m.supportedFeatures();
         assertEquals(Map.of("metadata.version", new SupportedVersionRange((short) 7, (short) 33),
                 "transaction.version", new SupportedVersionRange((short) 0, (short) 2),
-                "group.version", new SupportedVersionRange((short) 0, (short) 1)), supported);
+                "group.version", new SupportedVersionRange((short) 0, (short) 1),
+                "kraft.version", new SupportedVersionRange((short) 0, (short) 1)), supported);
         assertEquals(33, finalized("metadata.version"));
+        assertEquals(1, finalized("kraft.version"));
         assertEquals(2, finalized("transaction.version"));
         assertEquals(1, finalized("group.version"));
         assertTrue(m.finalizedFeaturesEpoch().isPresent(), "a finalized features epoch");
