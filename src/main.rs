@@ -392,7 +392,7 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
         let ids: Vec<u64> = if voters.is_empty() { vec![raft_id(node_id)] } else { voters.keys().map(|v| raft_id(*v)).collect() };
         let timing = sluice::controller::quorum::Timing { election_ticks: 10, heartbeat_ticks: 2 };
         let metadata_dir = data_dir.join("__cluster_metadata-0");
-        let directory_id = sluice::metadata::meta_properties::directory_id(&data_dir, node_id)
+        let directory_id = sluice::log::meta_properties::directory_id(&data_dir, node_id)
             .with_context(|| format!("reading the directory id in {}/meta.properties", data_dir.display()))?;
         tracing::info!(node_id, directory_id = %sluice::metadata::kafka_uuid(directory_id), "controller directory id");
         let node = sluice::controller::quorum::QuorumNode::open(&metadata_dir, raft_id(node_id), &ids, timing)

@@ -281,6 +281,10 @@ async function hugeTopicCheck(page, base, c) {
     assert(leaders.size === 3, `the last page's partitions are led by ${[...leaders]}, want all three nodes`);
   });
   await screenshot(page, "partition-grid-10000", false);
+  // Gone again, so the scenario that follows places its topic as on a fresh cluster (it
+  // kills its topic's follower, which must not be node 1, the node serving the page).
+  sluice(c, "topic", "delete", HUGE);
+  await eventually(`${HUGE} deleted`, async () => (await fetch(`${base}/v1/topics/${HUGE}?summary=true`)).status === 404, 60000);
 }
 
 // The Charts pane: a produce shows as a rate on its topic's line; Produce gets latency percentiles.

@@ -9,9 +9,6 @@ use std::path::{Path, PathBuf};
 use parking_lot::Mutex;
 use uuid::Uuid;
 
-/// The file naming a log dir's identity, as in Kafka.
-pub const META_PROPERTIES: &str = "meta.properties";
-
 /// Suffix of a partition's copy that AlterReplicaLogDirs is building (`<topic>-<p>.<id>-future`).
 pub const FUTURE_SUFFIX: &str = "-future";
 
@@ -60,20 +57,7 @@ impl LogDirs {
         let mut dirs = Vec::with_capacity(paths.len());
         let mut counts = HashMap::new();
         for path in paths {
-            let meta = path.join(META_PROPERTIES);
-            let id = std::fs::read_to_string(&meta).ok().and_then(|t| {
-                t.lines().find_map(|l| l.strip_prefix("directory.id=")).and_then(|v| Uuid::parse_str(v.trim()).ok())
-            });
-            let id = match id {
-                Some(id) => id,
-                None => {
-                    let id = Uuid::new_v4();
-                    let tmp = meta.with_extension("tmp");
-                    std::fs::write(&tmp, format!("version=1\nnode.id={node_id}\ndirectory.id={id}\n"))?;
-                    std::fs::rename(&tmp, &meta)?;
-                    id
-                }
-            };
+            let id = super::meta_properties::directory_id(path, node_id)?;
             let n = std::fs::read_dir(path)?
                 .filter_map(|e| e.ok())
                 .filter(|e| e.file_name().to_str().is_some_and(is_partition_dir))

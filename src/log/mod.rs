@@ -9,6 +9,7 @@ pub mod dirs;
 pub mod epochs;
 pub mod future;
 pub mod index;
+pub mod meta_properties;
 pub mod producers;
 pub mod records;
 pub mod segment;

@@ -3,7 +3,6 @@
 pub mod features;
 pub mod health;
 pub mod image;
-pub mod meta_properties;
 pub mod names;
 pub mod published;
 pub mod records;

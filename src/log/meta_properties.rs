@@ -1,15 +1,29 @@
 //! `meta.properties`: a data directory's identity, as Kafka writes it and its tools read
 //! it. `kafka-metadata-quorum add-controller` reads the directory id of the controller it
-//! adds from there (the `ReplicaKey` that tells this incarnation from a wiped one).
+//! adds from there (the `ReplicaKey` that tells this incarnation from a wiped one), and
+//! DescribeLogDirs names each log dir by it (KIP-858).
 
 use std::io::Write;
 use std::path::Path;
 
 use uuid::Uuid;
 
-use super::{kafka_uuid, parse_kafka_uuid};
+use base64::Engine;
 
-const FILE: &str = "meta.properties";
+/// A UUID as Kafka writes one (`Uuid.toString`: URL-safe base64, no padding).
+fn kafka_uuid(u: Uuid) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(u.as_bytes())
+}
+
+/// Kafka's form, or the hyphenated one (what a Sluice build of 2026-12-03 wrote).
+fn parse_kafka_uuid(s: &str) -> Option<Uuid> {
+    let s = s.trim();
+    let kafka = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s).ok().and_then(|b| Uuid::from_slice(&b).ok());
+    kafka.or_else(|| Uuid::parse_str(s).ok())
+}
+
+/// The file's name in each dir.
+pub const FILE: &str = "meta.properties";
 
 /// The directory id of `dir`, given on its first use and kept in `meta.properties`.
 pub fn directory_id(dir: &Path, node_id: i32) -> std::io::Result<Uuid> {
