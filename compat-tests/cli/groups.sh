@@ -4,8 +4,8 @@
 # ./lib jars that run.sh fetches). A small Java client, compiled here against lib/, produces,
 # commits offsets for part of a topic, holds a live membership and reads the group back.
 # Then kafka-share-groups (ShareGroupCommand) resets, describes and deletes a share group's offsets
-# under a KafkaShareConsumer, and kafka-configs --entity-type groups sets, describes and deletes
-# group configs.
+# under a KafkaShareConsumer, kafka-console-share-consumer reads the topic through a share group,
+# and kafka-configs --entity-type groups sets, describes and deletes group configs.
 #
 #   compat-tests/cli/groups.sh
 #
@@ -548,6 +548,22 @@ if share_cmd --delete --group "$sgroup" >"$out" 2>"$err" \
 else
     fail "kafka-share-groups --delete --group $sgroup; --list no longer shows it" "$out" "$err"
 fi
+
+# ------------------------------------------------------------------ kafka-console-share-consumer
+# org.apache.kafka.tools.consumer.ConsoleShareConsumer (kafka-console-share-consumer.sh) reads the
+# topic through a share group set to start at the earliest offsets: every record once.
+cgroup="cli-share-console"
+want="$(for p in 0 1 2; do for i in $(seq 0 $((per - 1))); do echo "p$p-$i"; done; done | sort)"
+if share_cmd --reset-offsets --to-earliest --execute --topic "$topic" --group "$cgroup" >"$out" 2>"$err" \
+    && tool org.apache.kafka.tools.consumer.ConsoleShareConsumer --bootstrap-server "$bootstrap" --topic "$topic" \
+        --group "$cgroup" --max-messages $((3 * per)) --timeout-ms 30000 >"$out" 2>"$err" \
+    && [ "$(sort "$out")" = "$want" ]; then
+    pass "kafka-console-share-consumer reads all $((3 * per)) records of $topic once"
+else
+    printf '%s\n' "$want" >"$tmp/want"
+    fail "kafka-console-share-consumer reads all $((3 * per)) records of $topic once" "$tmp/want" "$out" "$err"
+fi
+share_cmd --delete --group "$cgroup" >/dev/null 2>&1
 
 # ------------------------------------------------------------------ kafka-configs --entity-type groups
 # Group configs (ConfigResource GROUP): set, described with their sources, refused when out of
