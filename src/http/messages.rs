@@ -135,11 +135,7 @@ async fn browse_at_leader(ctx: &Ctx, name: &str, p: &str, q: &HashMap<String, St
     let mut query: Vec<String> = q.iter().filter(|(k, _)| k.as_str() != "local").map(|(k, v)| format!("{}={}", super::remote::segment(k), super::remote::segment(v))).collect();
     query.push("local=true".into());
     let path = format!("/v1/topics/{}/partitions/{}/records?{}", super::remote::segment(name), super::remote::segment(p.trim()), query.join("&"));
-    match tokio::time::timeout(PRODUCE_TIMEOUT, super::remote::request(&addr, "GET", &path, b"")).await {
-        Ok(Ok((status, body))) => (status, [(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response(),
-        Ok(Err(e)) => error(StatusCode::BAD_GATEWAY, format!("asking broker {leader} at {addr} for {name}-{p}: {e}")),
-        Err(_) => error(StatusCode::GATEWAY_TIMEOUT, format!("broker {leader} at {addr} did not answer for {name}-{p}")),
-    }
+    super::remote::relay(&format!("broker {leader}"), &addr, "GET", &path, b"", PRODUCE_TIMEOUT, "application/json").await
 }
 
 /// The text fields of a produce body.

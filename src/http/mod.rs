@@ -101,7 +101,7 @@ pub(crate) async fn stopped(mut rx: watch::Receiver<bool>) {
 
 async fn metrics(axum::extract::State(ctx): axum::extract::State<Ctx>) -> Response {
     let body = crate::metrics::render(&ctx.broker);
-    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], body).into_response()
+    ([(header::CONTENT_TYPE, METRICS_TYPE)], body).into_response()
 }
 
 /// Another broker's `/metrics`, asked of it over HTTP and passed on (this node's own for its
@@ -117,12 +117,11 @@ async fn broker_metrics(axum::extract::State(ctx): axum::extract::State<Ctx>, ax
     let Some(addr) = remote::http_of(&ctx.broker, id) else {
         return error(StatusCode::NOT_FOUND, format!("broker {id} registered no HTTP listener"));
     };
-    match tokio::time::timeout(remote::PEER_TIMEOUT, remote::request(&addr, "GET", "/metrics", b"")).await {
-        Ok(Ok((status, body))) => (status, [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], body).into_response(),
-        Ok(Err(e)) => error(StatusCode::BAD_GATEWAY, format!("asking broker {id} at {addr} for /metrics: {e}")),
-        Err(_) => error(StatusCode::GATEWAY_TIMEOUT, format!("broker {id} at {addr} did not answer for /metrics")),
-    }
+    remote::relay(&format!("broker {id}"), &addr, "GET", "/metrics", b"", remote::PEER_TIMEOUT, METRICS_TYPE).await
 }
+
+/// The content type of `/metrics`.
+const METRICS_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// A JSON error: `{"error": message}`.
 pub(crate) fn error(status: StatusCode, message: String) -> Response {

@@ -109,10 +109,6 @@ pub(super) async fn faults(State(ctx): State<Ctx>, method: Method, Path(id): Pat
     let Some(addr) = node["http"].as_str().filter(|a| !a.is_empty()) else {
         return error(StatusCode::CONFLICT, format!("node {id} has no HTTP listener"));
     };
-    match tokio::time::timeout(Duration::from_secs(10), super::remote::request(addr, method.as_str(), "/v1/faults", &body)).await {
-        Ok(Ok((status, body))) => (status, [(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response(),
-        Ok(Err(e)) => error(StatusCode::BAD_GATEWAY, format!("node {id} ({addr}): {e}")),
-        Err(_) => error(StatusCode::GATEWAY_TIMEOUT, format!("node {id} ({addr}) did not answer within 10 s (is it paused?)")),
-    }
+    super::remote::relay(&format!("node {id}"), addr, method.as_str(), "/v1/faults", &body, Duration::from_secs(10), "application/json").await
 }
 

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -38,6 +39,16 @@ pub(super) async fn request(addr: &str, method: &str, path: &str, body: &[u8]) -
     let code = head.split_whitespace().nth(1).and_then(|c| c.parse::<u16>().ok()).ok_or_else(|| bad("no status"))?;
     let status = StatusCode::from_u16(code).map_err(|_| bad("status"))?;
     Ok((status, answer[split + 4..].to_vec()))
+}
+
+/// Asks `who` (a peer, at `addr`) `method path` and passes its answer on as it is, with
+/// `content_type`; a 502 or 504 when it cannot be reached or does not answer within `wait`.
+pub(super) async fn relay(who: &str, addr: &str, method: &str, path: &str, body: &[u8], wait: Duration, content_type: &'static str) -> Response {
+    match tokio::time::timeout(wait, request(addr, method, path, body)).await {
+        Ok(Ok((status, body))) => (status, [(axum::http::header::CONTENT_TYPE, content_type)], body).into_response(),
+        Ok(Err(e)) => super::error(StatusCode::BAD_GATEWAY, format!("asking {who} at {addr} for {path}: {e}")),
+        Err(_) => super::error(StatusCode::GATEWAY_TIMEOUT, format!("{who} at {addr} did not answer {path} within {} ms (is it paused?)", wait.as_millis())),
+    }
 }
 
 /// The JSON a peer answers a GET of `path` with, or None if it answered anything but 200
