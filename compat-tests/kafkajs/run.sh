@@ -22,6 +22,8 @@ install() {
     if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
         npm ci --prefer-offline --no-audit --no-fund --cache "$here/.npm-cache" >/dev/null
     fi
+    # The matrix names the client with the version the lock file installed.
+    label="kafkajs $(node -p "require('kafkajs/package.json').version")" || return 1
 }
 
 . "$here/../node-common/suite.sh"
