@@ -156,6 +156,10 @@ class Broker:
         secs = PROCS.stop(self.proc, grace=60.0)
         return secs, [self.proc.returncode]
 
+    def settings(self):
+        """More broker settings (key, value) for a subclass to add."""
+        return []
+
 
 class KafkaBroker(Broker):
     """A KRaft node in combined mode (broker + controller). Alone it is the single-node Kafka
@@ -172,18 +176,26 @@ class KafkaBroker(Broker):
         self.log = os.path.join(h.logdir, f"{h.tag}-{log_stem}-broker.log")
         self.format_log = os.path.join(h.logdir, f"{h.tag}-{log_stem}-format.log")
 
+    def client_listeners(self):
+        """(name, protocol, port) of the listeners clients use; a subclass may add some."""
+        return [("PLAINTEXT", "PLAINTEXT", self.port)]
+
     def configure(self, extra):
+        ls = self.client_listeners()
         with open(self.cfg, "w") as f:
             f.write("\n".join([
                 "process.roles=broker,controller",
                 f"node.id={self.node_id}",
-                f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.cport}",
-                f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                "listeners=" + ",".join(f"{n}://127.0.0.1:{p}" for n, _, p in ls)
+                + f",CONTROLLER://127.0.0.1:{self.cport}",
+                "advertised.listeners=" + ",".join(f"{n}://127.0.0.1:{p}" for n, _, p in ls),
                 "controller.listener.names=CONTROLLER",
-                "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                "listener.security.protocol.map=CONTROLLER:PLAINTEXT,"
+                + ",".join(f"{n}:{proto}" for n, proto, _ in ls),
                 "inter.broker.listener.name=PLAINTEXT",
                 f"log.dirs={os.path.join(self.dir, 'data')}",
-            ] + extra + [f"{k}={v}" for k, v in self.h.common_broker_settings]) + "\n")
+            ] + extra + [f"{k}={v}" for k, v in self.h.common_broker_settings + self.settings()])
+                + "\n")
 
     def format(self, cluster_id, *flags):
         """Storage must be formatted before the first start (not part of the start-up time).
@@ -218,12 +230,16 @@ class SluiceBroker(Broker):
 
     def start(self, timeout):
         self.log = os.path.join(self.h.logdir, f"{self.h.tag}-sluice-broker.log")
-        argv = [self.h.sluice_bin, "serve", "--listen", self.bootstrap,
+        argv = [self.h.sluice_bin, "serve", *self.listen_args(),
                 "--data-dir", os.path.join(self.dir, "data")]
-        for k, v in self.h.common_broker_settings:
+        for k, v in self.h.common_broker_settings + self.settings():
             argv += ["--set", f"{k}={v}"]
         self.spawn(argv)
         return (self.wait_ready(self.t_exec + timeout) - self.t_exec) * 1000.0
+
+    def listen_args(self):
+        """The serve flags that name its listeners; a subclass may add some."""
+        return ["--listen", self.bootstrap]
 
 
 class KafkaCluster:

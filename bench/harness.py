@@ -30,6 +30,7 @@ import tempfile
 import time
 
 from brokers import BROKERS
+from security import BROKERS as SECURITY_BROKERS, acl_steps, make_certs, tls_steps
 from common import (CLUSTER_HEAP, DISK_TARGET_PCT, HERE, JVM_PERF_OPTS, KAFKA_HEAP,
                     KAFKA_VERSION, MIB, REPO, SECTIONS, BudgetExceeded, StepError, last_json)
 from procs import PROCS, cpu_sum, reap, remove_stale_tmp, rss_sum, tail
@@ -86,6 +87,13 @@ what it does
             each) and `sluice dev-cluster --brokers 3`; a 3-partition topic with RF=3 and
             min.insync.replicas=2: ProducerPerformance 1 KiB acks=all, ConsumerPerformance
             1 KiB, start-up until all three answer, summed RSS of the three broker processes.
+  security  Per repetition (alternating), each broker twice with an SSL listener next to its
+            plaintext one, the same PEM certificates for both, ssl.client.auth=required:
+            rdkafka_performance over TLS produces 1 KiB and 100 B (acks=1) and consumes them;
+            then, restarted with the StandardAuthorizer and 1 000 ACLs (one lets the client
+            write), the same produce -> its rate with ACLs over its rate without. Not in a
+            default run: pass --only security (with --results-dir, to keep the committed full
+            results), or name it with the others in --only.
   Medians over the repetitions and the Sluice/Kafka ratio go to bench/results/results.md,
   results.png and results.json; logs of every process to bench/results/logs/.
 
@@ -227,10 +235,10 @@ class Harness:
         self.skipped = {s: "not selected (--only / --no-...)" for s in SECTIONS
                         if s not in self.sections}
         self.rdkperf_bin = self.rdkperf_version = None
-        if "rdkperf" in self.sections:
+        if {"rdkperf", "security"} & self.sections:
             self.rdkperf_bin, self.rdkperf_version, why = find_rdkperf(a.rdkperf_bin)
             if why:
-                self.skipped["rdkperf"] = why
+                self.skipped["rdkperf"] = self.skipped["security"] = why
 
     # -- helpers
     def java(self, heap, cls, *args, log_level="WARN"):
@@ -310,7 +318,7 @@ class Harness:
     def session(self, section, rep, kind):
         self.tag = f"{'' if section == 'single' else section + '-'}rep{rep + 1}-{kind}"
         sdir = tempfile.mkdtemp(prefix=f"{section}-{kind}-", dir=self.tmp)
-        b = BROKERS[(section, kind)](self, sdir)
+        b = {**BROKERS, **SECURITY_BROKERS}[(section, kind)](self, sdir)
         info = {"section": section, "rep": rep + 1, "broker": kind}
         self.runs.append(info)
         s = Session(self, b, info)
@@ -328,11 +336,12 @@ class Harness:
             info["startup_ms"] = ms
             info["format_ms"] = b.format_ms
             add_settle(info, b)
-            s.record("startup.ms" if single else "cluster.startup.ms", ms)
-            s.log(f"{'answered' if single else 'all nodes answered'} ApiVersions {ms:.1f} ms "
+            if section in ("single", "cluster"):
+                s.record("startup.ms" if single else "cluster.startup.ms", ms)
+            s.log(f"{'all nodes answered' if section == 'cluster' else 'answered'} ApiVersions {ms:.1f} ms "
                   f"after exec" + (f" (storage format took {b.format_ms:.0f} ms before that)"
                                    if b.format_ms else ""))
-            (single_steps if single else cluster_steps)(self, s)
+            STEPS[section](self, s)
         finally:
             if b.started():
                 self.stop_session(s)
@@ -394,13 +403,14 @@ class Harness:
             self.sluice_bin = copy
         except (OSError, subprocess.SubprocessError) as e:  # e.g. a noexec temp dir
             self.notes.append(f"ran {self.sluice_bin} in place (a private copy failed: {e})")
-        if "rdkperf" in self.sections and not self.rdkperf_bin:
-            self.notes.append(f"rdkafka_performance section skipped: {self.skipped['rdkperf']}")
+        for sec in ("rdkperf", "security"):
+            if sec in self.sections and not self.rdkperf_bin:
+                self.notes.append(f"{sec} section skipped: {self.skipped[sec]}")
         complete = True
         try:
             if "disk" in self.sections:
                 disk_baseline(self)
-            if "single" in self.sections or self.rdkperf_bin:
+            if "single" in self.sections or ("rdkperf" in self.sections and self.rdkperf_bin):
                 for rep in range(self.a.reps):
                     for kind in broker_order(rep):
                         self.session("single", rep, kind)
@@ -408,6 +418,12 @@ class Harness:
                 for rep in range(self.cluster_reps):
                     for kind in broker_order(rep):
                         self.session("cluster", rep, kind)
+            if "security" in self.sections and self.rdkperf_bin:
+                self.security_certs = make_certs(os.path.join(self.tmp, "certs"))
+                for rep in range(self.a.reps):
+                    for kind in broker_order(rep):
+                        self.session("tls", rep, kind)
+                        self.session("acl", rep, kind)
         except BudgetExceeded:
             complete = False
             msg = f"time budget of {self.a.max_minutes} min ran out during {self.tag}; results are partial"
@@ -418,6 +434,10 @@ class Harness:
             if not self.a.keep_tmp:
                 shutil.rmtree(self.tmp, ignore_errors=True)
         return complete
+
+
+# What a session of each kind runs against its broker.
+STEPS = {"single": single_steps, "cluster": cluster_steps, "tls": tls_steps, "acl": acl_steps}
 
 
 def broker_order(rep):
@@ -440,7 +460,7 @@ def parse_args():
                     help="cluster repetitions per broker (default: as --reps)")
     ap.add_argument("--only", metavar="SECTION[,SECTION]",
                     help=f"run only these sections: {', '.join(SECTIONS)} (default: all)")
-    for s in ("disk", "rdkperf", "cluster"):
+    for s in ("disk", "rdkperf", "cluster", "security"):
         ap.add_argument(f"--no-{s}", action="append_const", dest="skip", const=s,
                         help=f"leave out the {s} section")
     ap.add_argument("--partitions", type=int, default=3,
@@ -470,7 +490,8 @@ def parse_args():
         a.max_minutes = 8 if a.quick else 18
     if a.disk_mib is None:
         a.disk_mib = 1024 if a.quick else 2048
-    sections = set(SECTIONS)
+    # The security section restarts each broker twice per repetition: only when asked for.
+    sections = set(SECTIONS) - {"security"}
     if a.only:
         sections = {s.strip() for s in a.only.split(",") if s.strip()}
         unknown = sections - set(SECTIONS)

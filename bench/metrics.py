@@ -13,6 +13,7 @@ GROUPS = collections.OrderedDict([
     ("rdkperf", "Single broker, driven by rdkafka_performance (librdkafka's C tool); "
                 "each client's CPU ceiling"),
     ("cluster", f"Cluster: {CLUSTER_NODES} brokers, RF=3, acks=all, min.insync.replicas=2"),
+    ("security", "Security: mutual TLS, and 1 000 ACLs (single broker, rdkafka_performance)"),
 ])
 Metric = collections.namedtuple("Metric", "group section label unit higher")
 METRICS = {}  # id -> Metric; higher: True/False (which is better), None (neither)
@@ -114,3 +115,15 @@ metric("cluster.startup.ms", "cluster", _sec, "start-up: first exec to all three
 metric("cluster.rss.idle", "cluster", _sec, "idle RSS (after topic creation)", "MiB", False)
 metric("cluster.rss.peak", "cluster", _sec, "peak RSS under load", "MiB", False)
 cpu_metrics("cluster.produce", "cluster", "ProducerPerformance 1 KiB acks=all")
+for _size, _sname in SIZES:
+    for _op, _sec in (("produce.tls", "Produce over TLS (acks=1)"), ("consume.tls", "Consume over TLS"),
+                      ("produce.acl", "Produce over TLS with the authorizer and 1 000 ACLs (acks=1)")):
+        metric(f"{_op}.{_size}.mib", "security", _sec, _sname, "MiB/s", True)
+        metric(f"{_op}.{_size}.rps", "security", _sec, _sname, "records/s", True)
+for _size, _sname in SIZES:
+    metric(f"acl.cost.{_size}", "security", "ACL run / TLS run, same broker (produce records/s)",
+           _sname, "×", True)
+for _size, _sname in SIZES:
+    cpu_metrics(f"tls.produce.{_size}", "security", f"produce over TLS {_sname}")
+    cpu_metrics(f"tls.consume.{_size}", "security", f"consume over TLS {_sname}")
+    cpu_metrics(f"acl.produce.{_size}", "security", f"produce with ACLs {_sname}")

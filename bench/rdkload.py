@@ -8,6 +8,10 @@ non-zero on any error, so the harness can tell a failed run from a slow one.
       Creates the topics (replication factor RF, default 1; every --config on every topic) with
       the admin API and waits until every partition has a leader and all RF replicas in its
       ISR. This is the one admin tool used for both brokers.
+  create-acls --bootstrap B --principal P --topic-prefix X --count N
+      Creates N ACLs: ALLOW of WRITE and READ for principal P on the topics prefixed X, and
+      N - 2 others that match neither P nor X (other principals and topics, literal and
+      prefixed, allow and deny), then waits until DescribeAcls lists them all.
   produce --bootstrap B --topic T --count N --size S --acks 1|all
       Produces N records of S bytes as fast as the client goes; the clock runs from the first
       produce() until flush() has every delivery report.
@@ -37,7 +41,8 @@ import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka import OFFSET_BEGINNING
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType,
+                                   AdminClient, NewTopic, ResourcePatternType, ResourceType)
 
 MIB = 1024 * 1024
 # e2e payload header: send time (ns, CLOCK_MONOTONIC), sequence number, warm-up flag, run id
@@ -122,6 +127,34 @@ def cmd_create_topics(a):
         time.sleep(0.2)
     emit({"created": {n: {"partitions": p, "replication_factor": rf} for n, (p, rf) in want.items()},
           "config": config})
+
+
+def cmd_create_acls(a):
+    admin = AdminClient({"bootstrap.servers": a.bootstrap, "error_cb": ClientErrors()})
+    allow, deny = AclPermissionType.ALLOW, AclPermissionType.DENY
+    lit, pre = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
+    acls = [AclBinding(ResourceType.TOPIC, a.topic_prefix, pre, a.principal, "*", op, allow)
+            for op in (AclOperation.WRITE, AclOperation.READ)]
+    for i in range(a.count - len(acls)):
+        # Other principals on other topics: what an authorizer must look past on each request.
+        acls.append(AclBinding(
+            ResourceType.TOPIC, f"other-{i}", pre if i % 4 == 0 else lit, f"User:other-{i % 97}",
+            "*", (AclOperation.WRITE, AclOperation.READ, AclOperation.DESCRIBE)[i % 3],
+            deny if i % 10 == 0 else allow))
+    for i in range(0, len(acls), 200):
+        for binding, fut in admin.create_acls(acls[i:i + 200], request_timeout=30).items():
+            fut.result()
+    any_acl = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                               AclOperation.ANY, AclPermissionType.ANY)
+    deadline = time.monotonic() + a.timeout
+    while True:
+        n = len(admin.describe_acls(any_acl, request_timeout=30).result())
+        if n >= a.count:
+            break
+        if time.monotonic() > deadline:
+            raise SystemExit(f"create-acls: {n} of {a.count} ACLs listed")
+        time.sleep(0.2)
+    emit({"acls": n})
 
 
 # ------------------------------------------------------------------------------------ produce
@@ -382,6 +415,12 @@ def main():
     s.add_argument("--topic", action="append", required=True, help="NAME:PARTITIONS[:RF]")
     s.add_argument("--config", action="append", default=[], help="K=V, topic config for all")
     s.add_argument("--timeout", type=float, default=60)
+    s = sub.add_parser("create-acls")
+    s.add_argument("--bootstrap", required=True)
+    s.add_argument("--principal", required=True)
+    s.add_argument("--topic-prefix", required=True)
+    s.add_argument("--count", type=int, required=True)
+    s.add_argument("--timeout", type=float, default=60)
     s = sub.add_parser("produce")
     s.add_argument("--bootstrap", required=True)
     s.add_argument("--topic", required=True)
@@ -411,7 +450,7 @@ def main():
     s.add_argument("--run-id", type=int, required=True)
     a = ap.parse_args()
     {
-        "create-topics": cmd_create_topics, "produce": cmd_produce, "consume": cmd_consume,
+        "create-topics": cmd_create_topics, "create-acls": cmd_create_acls, "produce": cmd_produce, "consume": cmd_consume,
         "e2e": cmd_e2e, "e2e-consume": cmd_e2e_consume,
     }[a.cmd](a)
 

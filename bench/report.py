@@ -11,6 +11,7 @@ from common import (CLUSTER_HEAP, CLUSTER_NODES, CLUSTER_PARTITIONS, CLUSTER_TOP
                     DISK_TARGET_PCT, KAFKA_HEAP, KAFKA_VERSION, RDKPERF_PRODUCER_CONF, REPO,
                     SATURATED, SECTIONS)
 from metrics import ACKS, GROUPS, METRICS
+from security import security_intro
 
 
 def fmt(v, unit):
@@ -226,7 +227,8 @@ def single_intro(h):
             "brokers."]
 
 
-GROUP_INTRO = {"single": single_intro, "rdkperf": rdkperf_intro, "cluster": cluster_intro}
+GROUP_INTRO = {"single": single_intro, "rdkperf": rdkperf_intro, "cluster": cluster_intro,
+               "security": security_intro}
 
 
 def heading(text):

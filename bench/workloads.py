@@ -80,7 +80,7 @@ def single_steps(h, s):
                    for sz in sizes for a in ACKS]
         topics += ["lat-java:1", "lat-rdk:1", "lat-raw:1"]
         topics += [f"po-{sz}:{h.partitions}" for sz in sizes]
-    if h.rdkperf_bin:
+    if "rdkperf" in h.sections and h.rdkperf_bin:
         topics += [f"kp-{sz}-{a}:{h.partitions}" for sz in sizes for a in ACKS]
     if not create_topics(h, s, topics):
         return
@@ -105,7 +105,7 @@ def single_steps(h, s):
         for size, _ in SIZES:
             fetch_only(h, s, size, h.n["rdk"][size])
         broker_latency(h, s)
-    if h.rdkperf_bin:
+    if "rdkperf" in h.sections and h.rdkperf_bin:
         rdkperf_steps(h, s)
 
 
@@ -323,25 +323,28 @@ def rdkperf_steps(h, s):
                      "-c", str(n)])
 
 
-def rdkperf_run(h, s, what, op, case, n, parse, args):
-    """One rdkafka_performance run; op: produce|consume, case: <size>[.<acks>]."""
+def rdkperf_run(h, s, what, op, case, n, parse, args, kind="rdkperf", bootstrap=None):
+    """One rdkafka_performance run; op: produce|consume, case: <size>[.<acks>]; its metrics
+    are <op>.<kind>.<case>.mib|rps and the CPU ones of <kind>.<op>.<case>. Returns the parsed
+    result, or None when the step failed."""
 
     def run():
-        out, usage = s.measured(what, [h.rdkperf_bin, "-b", s.b.bootstrap] + args,
-                                s.L(f"rdkperf-{op}-{case.replace('.', '-')}"))
+        out, usage = s.measured(what, [h.rdkperf_bin, "-b", bootstrap or s.b.bootstrap] + args,
+                                s.L(f"{kind}-{op}-{case.replace('.', '-')}"))
         r = parse(out, n, what)
-        s.record_cpu(f"rdkperf.{op}.{case}", n, usage, window_s=r["ms"] / 1000.0 or None)
+        s.record_cpu(f"{kind}.{op}.{case}", n, usage, window_s=r["ms"] / 1000.0 or None)
         return r, usage
 
     res = s.step(what, run)
     if not res:
-        return
+        return None
     r, usage = res
-    s.record(f"{op}.rdkperf.{case}.mib", r["mib"])
-    s.record(f"{op}.rdkperf.{case}.rps", r["rps"])
+    s.record(f"{op}.{kind}.{case}.mib", r["mib"])
+    s.record(f"{op}.{kind}.{case}.rps", r["rps"])
     s.log(f"{what}: {r['mib']:.1f} MiB/s, {r['rps']:.0f} rec/s; CPU s: client "
           f"{fmt_opt(usage.get('cpu_s'))}, broker {fmt_opt(usage.get('broker_cpu_s'))} "
           f"in {usage['wall_s']:.2f} s")
+    return r
 
 
 # -- the cluster section
