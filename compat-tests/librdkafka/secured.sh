@@ -39,6 +39,10 @@ make_secured_certs() { # dir
 }
 
 secured_ports=()
+oidc_port=""
+oidc_client_id=sluice-oidc-client
+oidc_client_secret=sluice-oidc-secret
+oidc_env=()
 start_secured() {
     local scen=secured d="$tmp/secured" ssl="$tmp/secured/ssl" i voters="" servers=""
     broker_gen=$((broker_gen + 1))
@@ -57,7 +61,18 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))')"
         voters="${voters:+$voters,}$i@127.0.0.1:${secured_ports[$((3 * i - 1))]}"
         servers="${servers:+$servers,}127.0.0.1:${secured_ports[$((3 * i - 3))]}"
     done
-    local pids=""
+    # The OAuth token endpoint of 0126_oauthbearer_oidc (oidc_server.py); it makes the issuer's
+    # JWKS the nodes read at startup, so it starts first, and stops with them.
+    [ -n "$oidc_port" ] || oidc_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    python3 "$here/oidc_server.py" "$d/oidc" "$oidc_port" "$oidc_client_id" "$oidc_client_secret" \
+        >>"$d/oidc.log" 2>&1 &
+    local pids="$!" n
+    for ((n = 0; n < 300; n++)); do
+        [ -f "$d/oidc/jwks.json" ] && grep -q "oidc: serving" "$d/oidc.log" && break
+        sleep 0.1
+    done
+    grep -q "oidc: serving" "$d/oidc.log" || { tail -20 "$d/oidc.log" >&2; die "the OIDC token endpoint did not start"; }
+    local jwks="file://$d/oidc/jwks.json" oauth="listener.name.client.oauthbearer"
     for i in 1 2 3; do
         local c="${secured_ports[$((3 * i - 3))]}" p="${secured_ports[$((3 * i - 2))]}"
         local ls="CLIENT://127.0.0.1:$c,INTERNAL://127.0.0.1:$p"
@@ -69,7 +84,10 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))')"
             --set inter.broker.listener.name=INTERNAL \
             --set ssl.keystore.type=PEM --set "ssl.keystore.location=$ssl/broker-keystore.pem" \
             --set ssl.truststore.type=PEM --set "ssl.truststore.location=$ssl/ca.pem" \
-            --set sasl.enabled.mechanisms=SCRAM-SHA-512 \
+            --set sasl.enabled.mechanisms=SCRAM-SHA-512,OAUTHBEARER \
+            --set "$oauth.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;" \
+            --set "$oauth.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler" \
+            --set "sasl.oauthbearer.jwks.endpoint.url=$jwks" --set "org.apache.kafka.sasl.oauthbearer.allowed.urls=$jwks" \
             --set "connections.max.reauth.ms=$secured_reauth_ms" \
             --set auto.create.topics.enable=true --set num.partitions=4 \
             --set default.replication.factor=3 --set offsets.topic.replication.factor=3 \
@@ -114,7 +132,28 @@ EOF2
     secured_env=(SSL_pkcs="$ssl/client.p12" SSL_password="$secured_key_password"
         SSL_pub_der="$ssl/client.der" SSL_priv_der="$ssl/client.key.der" SSL_ca_der="$ssl/ca.der"
         SSL_pub_pem="$ssl/client.pem" SSL_priv_pem="$ssl/client.key" SSL_all_cas_pem="$ssl/ca.pem")
-    log "secured cluster (SASL_SSL, SCRAM-SHA-512) pids ${bpid[$scen]} on $servers"
+    # The "oidc" scenario: the same nodes and listener, logging in with OAUTHBEARER tokens from
+    # the token endpoint, as trivup's OauthbearerOIDCApp sets up librdkafka's test.conf and
+    # environment.
+    local token="http://127.0.0.1:$oidc_port"
+    cat >"$tmp/test-oidc.conf" <<EOF2
+bootstrap.servers=$servers
+broker.address.family=v4
+security.protocol=SASL_SSL
+sasl.mechanism=OAUTHBEARER
+sasl.oauthbearer.method=OIDC
+sasl.oauthbearer.client.id=$oidc_client_id
+sasl.oauthbearer.client.secret=$oidc_client_secret
+sasl.oauthbearer.scope=test
+sasl.oauthbearer.token.endpoint.url=$token/token
+ssl.ca.location=$ssl/ca.pem
+EOF2
+    oidc_env=(VALID_OIDC_URL="$token/token" INVALID_OIDC_URL="$token/badformat"
+        EXPIRED_TOKEN_OIDC_URL="$token/expired" OAUTHBEARER_CLIENT_PRIVATE_KEY="$d/oidc/client.key"
+        OAUTHBEARER_CLIENT_PRIVATE_KEY_ENCRYPTED="$d/oidc/client-enc.key"
+        OAUTHBEARER_CLIENT_PRIVATE_KEY_PASSWORD="$(cat "$d/oidc/client-enc.password")")
+    bservers[oidc]=$servers
+    log "secured cluster (SASL_SSL, SCRAM-SHA-512 and OAUTHBEARER) pids ${bpid[$scen]} on $servers; OIDC token endpoint $token"
 }
 
 # Logs in to each node in turn with librdkafka (the suite's Python client, if there is one) until
@@ -142,4 +181,10 @@ for server in servers.split(","):
                 sys.exit(f"{server}: {e}")
             time.sleep(0.2)
 EOF
+}
+
+# The "oidc" scenario runs on the secured cluster (start_secured writes its test.conf).
+start_oidc() {
+    broker_alive secured || { start_secured; bgen[secured]=$((${bgen[secured]:-0} + 1)); }
+    bpid[oidc]=${bpid[secured]}
 }
