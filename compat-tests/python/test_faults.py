@@ -11,7 +11,11 @@ Request faults, for client developers, with librdkafka (confluent-kafka):
 Link faults:
 * `cut --peer N` reaches a node's calls to broker N (a produce forwarded from the HTTP
   listener fails, one to another leader does not) and, at the controller, N's heartbeats:
-  N is fenced, and unfenced after healing.
+  N is fenced, and unfenced after healing. Made at a voter toward the quorum leader, it
+  cuts their Raft traffic both ways: the voter loses the leader and is fenced, the leader
+  stays, and after healing the voter follows it again.
+* `delay --peer N` makes a link slow, not narrow: under a 300 ms delay toward the quorum
+  leader a voter keeps up with the metadata log and keeps its leader.
 * Isolating the leader of a partition under an idempotent acks=all load (RF=3,
   min.insync.replicas=2): a new leader among the other two, the isolated node acknowledges
   no write after the cut, and after healing it rejoins the ISR and truncates its divergent
@@ -310,23 +314,95 @@ def test_a_cut_link_to_one_peer_stops_calls_to_that_broker_only(c):
     assert body["partition"] == cut_part, body
 
 
+def last_event_seq(c, node_id):
+    return max([e["seq"] for e in call(http_of(c, node_id), "GET", "/v1/events?since=0")[1]] + [0])
+
+
+def events_since(c, node_id, since, kind, **fields):
+    """Node `node_id`'s journal events of type `kind` after `since` whose fields match, or None."""
+    evs = call(http_of(c, node_id), "GET", f"/v1/events?since={since}")[1]
+    return [e for e in evs if e["type"] == kind and all(e.get(k) == v for k, v in fields.items())] or None
+
+
+def raft_view(c, node_id):
+    """(leader, term) of the metadata quorum as node `node_id`'s own Raft state has it."""
+    status, body = call(http_of(c, node_id), "GET", "/v1/cluster")
+    assert status == 200, body
+    return body["quorum"]["leader_id"], body["quorum"]["leader_epoch"]
+
+
+def active_controller(c):
+    return wait_until(lambda: (lambda a: a if a > 0 else None)(c.active_controller()), 10, what="an active controller")
+
+
 def test_a_controller_that_cut_its_link_to_one_broker_fences_it_and_unfences_it_after_healing(c):
     # The broker's heartbeats reach the controller's listener but are lost there: its
     # requests name their sender, so a one-peer cut at the controller covers them.
-    controller = wait_until(lambda: (lambda a: a if a > 0 else None)(c.active_controller()), 10,
-                            what="an active controller")
+    controller = active_controller(c)
     victim = next(i for i in c.ids if i != controller)
-    since = max([e["seq"] for e in call(http_of(c, controller), "GET", "/v1/events?since=0")[1]] + [0])
-
-    def seen(kind):
-        evs = call(http_of(c, controller), "GET", f"/v1/events?since={since}")[1]
-        return [e for e in evs if e["type"] == kind and e.get("broker_id") == victim] or None
-
+    since = last_event_seq(c, controller)
     cut = add(c, controller, kind="cut", peer=victim)
-    wait_until(lambda: seen("broker_fenced"), 20, what=f"node {victim} fenced by the controller that cut it off")
+    wait_until(lambda: events_since(c, controller, since, "broker_fenced", broker_id=victim), 20,
+               what=f"node {victim} fenced by the controller that cut it off")
     assert c.active_controller() == controller, "the cut moved the controller"
     call(http_of(c, controller), "DELETE", f"/v1/faults/{cut['id']}")
-    wait_until(lambda: seen("broker_unfenced"), 30, what=f"node {victim} unfenced after healing")
+    wait_until(lambda: events_since(c, controller, since, "broker_unfenced", broker_id=victim), 30,
+               what=f"node {victim} unfenced after healing")
+
+
+def test_a_voter_that_cut_its_link_to_the_quorum_leader_loses_the_leader_and_is_fenced_until_healed(c):
+    # The cut is made at the voter, not at the leader: the leader's Raft messages arriving,
+    # the voter's going out and its heartbeats to the controller are all traffic of that one
+    # link. As in Kafka, a voter that cannot hear the leader stops following it (its election
+    # timer runs out; pre-vote keeps it from disrupting the others) and, unable to heartbeat,
+    # is fenced; the leader and the third voter carry on.
+    leader = active_controller(c)
+    voter, third = [i for i in c.ids if i != leader]
+    wait_until(lambda: raft_view(c, voter)[0] == leader, 10, what=f"node {voter} following {leader}")
+    since = last_event_seq(c, leader)
+    cut = add(c, voter, kind="cut", peer=leader)
+    try:
+        wait_until(lambda: raft_view(c, voter)[0] is None, 20, what=f"node {voter} losing the quorum leader {leader}")
+        wait_until(lambda: events_since(c, leader, since, "broker_fenced", broker_id=voter), 20,
+                   what=f"node {voter} fenced by the controller it cut itself off from")
+        assert raft_view(c, third)[0] == leader and c.active_controller(via=third) == leader, "the cut moved the controller"
+    finally:
+        call(http_of(c, voter), "DELETE", f"/v1/faults/{cut['id']}")
+    wait_until(lambda: raft_view(c, voter)[0] == leader, 20, what=f"node {voter} following {leader} again")
+    wait_until(lambda: events_since(c, leader, since, "broker_unfenced", broker_id=voter), 30,
+               what=f"node {voter} unfenced after healing")
+
+
+def metadata_offset(c, node_id):
+    """The offset of the metadata log that node `node_id` has applied."""
+    status, body = call(http_of(c, node_id), "GET", "/v1/cluster")
+    assert status == 200, body
+    return body["metadata_offset"]
+
+
+def test_a_delay_on_the_link_to_the_quorum_leader_makes_it_slow_not_narrow(c):
+    # A delay holds each message for its time; the messages behind it do not wait for
+    # theirs on top. Held one after another (300 ms each), the leader's heartbeats and
+    # appends (a dozen a second) outran the voter: its backlog, and with it its lag behind
+    # the metadata log, grew for as long as the delay lasted, so it never caught up, and the
+    # old answers in such a backlog kept a deposed leader looking alive to itself.
+    leader = active_controller(c)
+    voter = next(i for i in c.ids if i != leader)
+    wait_until(lambda: raft_view(c, voter)[0] == leader, 10, what=f"node {voter} following {leader}")
+    term = raft_view(c, voter)[1]
+    since = last_event_seq(c, voter)
+    delay = add(c, voter, kind="delay", peer=leader, ms=300)
+    try:
+        time.sleep(12)  # what a narrowed link would have let pile up meanwhile
+        target = metadata_offset(c, leader)
+        wait_until(lambda: metadata_offset(c, voter) >= target, 10,
+                   what=f"node {voter} applying the metadata log up to the leader's {target} while the delay is on")
+        view = raft_view(c, voter)
+        changes = events_since(c, voter, since, "controller_changed")
+    finally:
+        call(http_of(c, voter), "DELETE", f"/v1/faults/{delay['id']}")
+    assert view == (leader, term), f"node {voter}'s view of the quorum under a 300 ms delay: {view}, was {(leader, term)}"
+    assert not changes, f"node {voter} saw the quorum leader change under a 300 ms delay: {changes}"
 
 
 def test_a_restart_starts_clean(c):

@@ -106,6 +106,8 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(mut sock: S, peer: Socket
             }
         }
     }
+    // Raft messages held by a `delay` fault, on their way to the quorum.
+    let mut late: Option<mpsc::Sender<(Message, tokio::time::Instant)>> = None;
     while let Ok((kind, payload)) = read_frame(&mut sock, MAX_FRAME).await {
         // KIP-368 on this link: a session past its lifetime is closed; the dialer logs in
         // again on a new connection before that (see `peer_sender`; `call` dials per call).
@@ -117,11 +119,15 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(mut sock: S, peer: Socket
             RAFT => match Message::parse_from_bytes(&payload) {
                 Ok(m) => {
                     let link_fault = crate::fault::global().on_link(Some(super::quorum::node_id(m.from)), now_ms());
-                    if link_fault.delay_ms > 0 {
-                        tokio::time::sleep(Duration::from_millis(link_fault.delay_ms)).await;
+                    if link_fault.drop {
+                        continue;
                     }
-                    if !link_fault.drop {
+                    // Once one message was held, the rest follow it through the same line, in order.
+                    if link_fault.delay_ms == 0 && late.is_none() {
                         c.quorum.step(m);
+                    } else {
+                        let due = tokio::time::Instant::now() + Duration::from_millis(link_fault.delay_ms);
+                        let _ = late.get_or_insert_with(|| delay_line(c.clone())).try_send((m, due));
                     }
                 }
                 Err(_) => return,
@@ -157,6 +163,22 @@ async fn serve_conn<S: AsyncRead + AsyncWrite + Unpin>(mut sock: S, peer: Socket
     }
 }
 
+/// Steps each Raft message into the quorum at its due time. A `delay` fault makes a link
+/// slow, not narrow: every message is late by the delay, and the messages behind it do not
+/// wait for it as well (holding each in turn would make a 200 ms delay grow into seconds of
+/// backlog, and the voters would see the leader come and go). Messages beyond what it
+/// holds are dropped, as [`Quorum::step`](super::driver::Quorum::step) drops them.
+fn delay_line(c: Arc<Controller>) -> mpsc::Sender<(Message, tokio::time::Instant)> {
+    let (tx, mut rx) = mpsc::channel::<(Message, tokio::time::Instant)>(4096);
+    tokio::spawn(async move {
+        while let Some((m, due)) = rx.recv().await {
+            tokio::time::sleep_until(due).await;
+            c.quorum.step(m);
+        }
+    });
+    tx
+}
+
 /// Dials the controller listener at `addr` and, with `login`, logs in. Returns the
 /// stream and when to stop using it (before the session the controller granted ends).
 async fn open(dialer: &Dialer, login: Option<&Login>, addr: &str) -> std::io::Result<(Stream, Option<tokio::time::Instant>)> {
@@ -168,26 +190,24 @@ async fn open(dialer: &Dialer, login: Option<&Login>, addr: &str) -> std::io::Re
     Ok((s, until))
 }
 
-/// A sender of Raft messages to voter `peer`, logged in as `login` on a SASL controller
+/// A Raft message on its way out, and when it may leave (later than now under a `delay` fault).
+type Outgoing = (Message, tokio::time::Instant);
+
+/// A sender of Raft messages to one voter, logged in as `login` on a SASL controller
 /// listener. Messages that cannot be sent at once are dropped: Raft retransmits what
 /// matters, and a dead peer must not hold up the others.
-pub fn peer_sender(peer: u64, addr: String, dialer: Dialer, login: Option<Arc<Login>>) -> mpsc::Sender<Message> {
-    let (tx, mut rx) = mpsc::channel::<Message>(4096);
+fn peer_sender(addr: String, dialer: Dialer, login: Option<Arc<Login>>) -> mpsc::Sender<Outgoing> {
+    let (tx, mut rx) = mpsc::channel::<Outgoing>(4096);
     tokio::spawn(async move {
         let mut conn: Option<Stream> = None;
         let mut conn_until: Option<tokio::time::Instant> = None;
         let mut down_until = tokio::time::Instant::now();
         // A refused login is logged once per streak, not once per Raft message.
         let mut refused_logged = false;
-        while let Some(m) = rx.recv().await {
-            // An injected link fault loses or holds the message on its way out.
-            let link_fault = crate::fault::global().on_link(Some(peer as i32), now_ms());
-            if link_fault.drop {
-                continue;
-            }
-            if link_fault.delay_ms > 0 {
-                tokio::time::sleep(Duration::from_millis(link_fault.delay_ms)).await;
-            }
+        while let Some((m, due)) = rx.recv().await {
+            // Each message is held until its own due time, not for a delay of its own after
+            // the one before it (see `delay_line`).
+            tokio::time::sleep_until(due).await;
             if conn_until.is_some_and(|t| tokio::time::Instant::now() >= t) {
                 conn = None;
             }
@@ -231,7 +251,14 @@ pub fn peer_sender(peer: u64, addr: String, dialer: Dialer, login: Option<Arc<Lo
 
 /// Sends one request from node `from` to the controller listener at `addr`, logged in as
 /// `login` on a SASL listener, and waits for the answer.
-pub async fn call(dialer: &Dialer, login: Option<&Login>, addr: &str, from: i32, req: &Request, timeout: Duration) -> Result<Response, Error> {
+pub async fn call(
+    dialer: &Dialer,
+    login: Option<&Login>,
+    addr: &str,
+    from: i32,
+    req: &Request,
+    timeout: Duration,
+) -> Result<Response, Error> {
     let fut = async {
         let (mut s, _) = open(dialer, login, addr).await.inspect_err(|e| {
             if e.kind() == std::io::ErrorKind::PermissionDenied {
@@ -260,29 +287,31 @@ pub async fn call(dialer: &Dialer, login: Option<&Login>, addr: &str, from: i32,
 pub struct Peers {
     dialer: Dialer,
     login: Option<Arc<Login>>,
-    links: parking_lot::Mutex<std::collections::HashMap<u64, mpsc::Sender<Message>>>,
+    links: parking_lot::Mutex<std::collections::HashMap<u64, mpsc::Sender<Outgoing>>>,
 }
 
 impl Peers {
     /// Links to `configured` (raft id, address) peers.
     pub fn new(dialer: Dialer, login: Option<Arc<Login>>, configured: Vec<(u64, String)>) -> Peers {
-        let links = configured
-            .into_iter()
-            .map(|(id, addr)| (id, peer_sender(super::quorum::node_id(id) as u64, addr, dialer.clone(), login.clone())))
-            .collect();
+        let links = configured.into_iter().map(|(id, addr)| (id, peer_sender(addr, dialer.clone(), login.clone()))).collect();
         Peers { dialer, login, links: parking_lot::Mutex::new(links) }
     }
 
     /// Sends `m` (best effort); a peer not linked yet is dialed at `lookup(m.to)`, if known.
+    /// An injected link fault to that peer loses the message here or sets when it leaves.
     pub fn send(&self, m: Message, lookup: impl FnOnce(u64) -> Option<String>) {
+        let link_fault = crate::fault::global().on_link(Some(super::quorum::node_id(m.to)), now_ms());
+        if link_fault.drop {
+            return;
+        }
+        let due = tokio::time::Instant::now() + Duration::from_millis(link_fault.delay_ms);
         let mut links = self.links.lock();
         if !links.contains_key(&m.to) {
             let Some(addr) = lookup(m.to) else { return };
-            let peer = super::quorum::node_id(m.to) as u64;
-            links.insert(m.to, peer_sender(peer, addr, self.dialer.clone(), self.login.clone()));
+            links.insert(m.to, peer_sender(addr, self.dialer.clone(), self.login.clone()));
         }
         if let Some(tx) = links.get(&m.to) {
-            let _ = tx.try_send(m);
+            let _ = tx.try_send((m, due));
         }
     }
 }
