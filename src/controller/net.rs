@@ -256,11 +256,13 @@ pub async fn call(dialer: &Dialer, login: Option<&Login>, addr: &str, from: i32,
 }
 
 /// The links to the quorum's peers: the configured voters, and the voters and learners
-/// the log added since (dialed on their first message, at the address the log gives).
+/// the log added since (dialed on their first message, at the address the log gives, and
+/// dialed anew when the log moves them: UpdateRaftVoter).
 pub struct Peers {
     dialer: Dialer,
     login: Option<Arc<Login>>,
-    links: parking_lot::Mutex<std::collections::HashMap<u64, mpsc::Sender<Message>>>,
+    /// Per raft id: the address the log gave (None: configured), and the link.
+    links: parking_lot::Mutex<std::collections::HashMap<u64, (Option<String>, mpsc::Sender<Message>)>>,
 }
 
 impl Peers {
@@ -268,20 +270,27 @@ impl Peers {
     pub fn new(dialer: Dialer, login: Option<Arc<Login>>, configured: Vec<(u64, String)>) -> Peers {
         let links = configured
             .into_iter()
-            .map(|(id, addr)| (id, peer_sender(super::quorum::node_id(id) as u64, addr, dialer.clone(), login.clone())))
+            .map(|(id, addr)| (id, (None, peer_sender(super::quorum::node_id(id) as u64, addr, dialer.clone(), login.clone()))))
             .collect();
         Peers { dialer, login, links: parking_lot::Mutex::new(links) }
     }
 
-    /// Sends `m` (best effort); a peer not linked yet is dialed at `lookup(m.to)`, if known.
+    /// Sends `m` (best effort) to the address `lookup(m.to)` the log gives, else to the
+    /// configured one.
     pub fn send(&self, m: Message, lookup: impl FnOnce(u64) -> Option<String>) {
         let mut links = self.links.lock();
-        if !links.contains_key(&m.to) {
-            let Some(addr) = lookup(m.to) else { return };
+        let logged = lookup(m.to);
+        let stale = match (links.get(&m.to), &logged) {
+            (None, _) => true,
+            (Some((known, _)), Some(addr)) => known.as_ref() != Some(addr),
+            (Some(_), None) => false,
+        };
+        if stale {
+            let Some(addr) = logged.clone() else { return };
             let peer = super::quorum::node_id(m.to) as u64;
-            links.insert(m.to, peer_sender(peer, addr, self.dialer.clone(), self.login.clone()));
+            links.insert(m.to, (logged, peer_sender(peer, addr, self.dialer.clone(), self.login.clone())));
         }
-        if let Some(tx) = links.get(&m.to) {
+        if let Some((_, tx)) = links.get(&m.to) {
             let _ = tx.try_send(m);
         }
     }
