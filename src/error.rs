@@ -160,6 +160,9 @@ pub enum Error {
     StaleBrokerEpoch,
     #[error("broker {0} is not registered")]
     BrokerIdNotRegistered(i32),
+    /// Kafka 4.4's CONTROLLER_ID_NOT_REGISTERED (136, KIP-1312), which the crate lacks.
+    #[error("{0}")]
+    ControllerIdNotRegistered(String),
     #[error("stale partition epoch: the partition changed meanwhile")]
     InvalidUpdateVersion,
     /// UpdateFeatures refused, with Kafka's message.
@@ -229,6 +232,9 @@ pub enum Error {
     #[error("another broker answered error code {0}")]
     Remote(i16),
 }
+
+/// Kafka 4.4's code for an UnregisterController naming no registered controller.
+pub const CONTROLLER_ID_NOT_REGISTERED: i16 = 136;
 
 impl Error {
     /// The Kafka error code a client sees. This is the only place that mapping is made.
@@ -323,6 +329,7 @@ impl Error {
             BrokerNotAvailable(_) => ResponseError::BrokerNotAvailable,
             StaleBrokerEpoch => ResponseError::StaleBrokerEpoch,
             BrokerIdNotRegistered(_) => ResponseError::BrokerIdNotRegistered,
+            ControllerIdNotRegistered(_) => ResponseError::Unknown(CONTROLLER_ID_NOT_REGISTERED),
             InvalidUpdateVersion | FeatureUpdateRefused(_) => ResponseError::InvalidUpdateVersion,
             IneligibleReplica(_) => ResponseError::IneligibleReplica,
             ElectionNotNeeded => ResponseError::ElectionNotNeeded,
@@ -411,6 +418,7 @@ pub fn code_of<T>(r: &Result<T>) -> i16 {
 pub fn code_name(code: i16) -> String {
     match ResponseError::try_from_code(code) {
         None => "NONE".to_string(),
+        Some(ResponseError::Unknown(CONTROLLER_ID_NOT_REGISTERED)) => "CONTROLLER_ID_NOT_REGISTERED".to_string(),
         Some(ResponseError::Unknown(c)) => format!("UNKNOWN_ERROR_CODE_{c}"),
         Some(e) => {
             let camel = e.to_string();

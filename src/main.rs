@@ -449,6 +449,21 @@ async fn serve(cfg: BrokerConfig, started: std::time::Instant, formation: Vec<Ad
             };
             tokio::spawn(sluice::controller::net::serve(l, c.clone(), tls, sasl, stop_rx.clone()));
         }
+        // Registered in the log as a controller (KIP-919), and its voter endpoints kept
+        // current (UpdateRaftVoter), from the controller listener it serves.
+        let own_endpoints: Vec<sluice::metadata::voters::VoterEndpoint> = match (listeners.controller_listener(), controller_addr) {
+            (Some(l), Some(a)) => {
+                let host = if l.host.is_empty() || l.host == "0.0.0.0" { a.ip().to_string() } else { l.host.clone() };
+                vec![sluice::metadata::voters::VoterEndpoint { name: l.name.clone(), host, port: a.port() }]
+            }
+            _ => Vec::new(),
+        };
+        let link = sluice::controller::registrations::LeaderLink {
+            dialer: links.controller.clone(),
+            login: links.controller_login.clone(),
+            voters: voters.iter().filter(|(id, _)| **id != node_id).map(|(id, v)| (*id, v.address())).collect(),
+        };
+        tokio::spawn(sluice::controller::registrations::run(c.clone(), node_id, directory_id, own_endpoints, link, stop_rx.clone()));
         let ticker = c.clone();
         let mut stop = stop_rx.clone();
         let mut status = c.quorum.status_watch();

@@ -22,9 +22,7 @@ VERSIONS_FILE = Path(os.environ.get(
     "KAFKA_API_VERSIONS_44", REPO_ROOT / "compat-tests" / "kafka-api-versions-4.4.txt"))
 
 # Keys Sluice does not serve at their 4.4 range yet: key -> the issue that brings them.
-OWED = {
-    94: "19 (UnregisterController)",
-}
+OWED = {}
 
 REBOOTSTRAP_REQUIRED = 129
 

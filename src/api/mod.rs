@@ -283,6 +283,7 @@ apis! {
     ElectLeaders: ElectLeadersRequest => leaders::elect_leaders [0, 2] always;
     DescribeQuorum: DescribeQuorumRequest => quorum::describe_quorum [0, 2] always;
     UnregisterBroker: UnregisterBrokerRequest => brokers::unregister_broker [0, 0] always;
+    UnregisterController: UnregisterControllerRequest => brokers::unregister_controller [0, 0] always;
     AddRaftVoter: AddRaftVoterRequest => raft_voters::add_raft_voter [0, 1] always;
     RemoveRaftVoter: RemoveRaftVoterRequest => raft_voters::remove_raft_voter [0, 0] always;
     DescribeAcls: DescribeAclsRequest => acls::describe [1, 3] always;

@@ -46,6 +46,7 @@ top_level!(
     ElectLeadersResponse,
     DescribeQuorumResponse,
     UnregisterBrokerResponse,
+    UnregisterControllerResponse,
     AddRaftVoterResponse,
     RemoveRaftVoterResponse,
     DescribeAclsResponse,

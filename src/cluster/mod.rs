@@ -39,6 +39,8 @@ pub struct Cluster {
     fenced: AtomicBool,
     /// Set once this broker was first unfenced: its image is then complete.
     caught_up: watch::Sender<bool>,
+    /// The controller that last answered as the active one (-1: none yet), tried first.
+    last_leader: std::sync::atomic::AtomicI32,
     incarnation: Uuid,
     /// How this node reaches the controllers and the other brokers.
     pub links: Links,
@@ -99,6 +101,7 @@ impl Cluster {
             epoch: AtomicU64::new(0),
             fenced: AtomicBool::new(true),
             caught_up: watch::channel(false).0,
+            last_leader: std::sync::atomic::AtomicI32::new(-1),
             incarnation: Uuid::new_v4(),
             links,
         }
@@ -158,6 +161,8 @@ impl Cluster {
         let mut hint: Option<i32> = None;
         let mut round_robin = self.voters.keys().copied().cycle();
         loop {
+            // The remote controller this attempt asked (None: the local one).
+            let mut tried: Option<i32> = None;
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             if left.is_zero() {
                 return Err(Error::RequestTimedOut("no active controller answered in time".into()));
@@ -169,11 +174,14 @@ impl Cluster {
                     Err(_) => Err(Error::RequestTimedOut("the controller did not decide in time".into())),
                 }
             } else {
+                let remembered = Some(self.last_leader.swap(-1, Ordering::Relaxed)).filter(|l| *l >= 0);
                 let target = hint
                     .take()
                     .or_else(|| self.controller.as_ref().and_then(|c| c.quorum.status().leader_node()))
+                    .or(remembered)
                     .filter(|t| *t != self.node_id || self.controller.is_none())
                     .or_else(|| round_robin.next());
+                tried = target;
                 let link_fault = target.map(|t| crate::fault::global().on_link(Some(t), crate::clock::now_ms())).unwrap_or_default();
                 if link_fault.delay_ms > 0 {
                     tokio::time::sleep(Duration::from_millis(link_fault.delay_ms).min(left)).await;
@@ -198,7 +206,12 @@ impl Cluster {
             };
             match resp {
                 Ok(Response::NotController { leader }) => hint = leader.filter(|l| Some(*l) != Some(self.node_id)),
-                Ok(r) => return Ok(r),
+                Ok(r) => {
+                    if let Some(t) = tried {
+                        self.last_leader.store(t, Ordering::Relaxed);
+                    }
+                    return Ok(r);
+                }
                 Err(Error::RequestTimedOut(m)) => return Err(Error::RequestTimedOut(m)),
                 Err(_) => {}
             }
@@ -302,7 +315,7 @@ impl Cluster {
         loop {
             let from = self.image.load().offset + 1;
             let r = tokio::select! {
-                r = self.call(Request::FetchMetadata { from }, Duration::from_secs(5)) => r,
+                r = self.call(Request::FetchMetadata { from, node: Some(self.node_id) }, Duration::from_secs(5)) => r,
                 _ = shutdown.changed() => return,
             };
             match r {

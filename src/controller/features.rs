@@ -13,6 +13,10 @@ impl Controller {
             let img = self.image();
             let node = self.quorum.status().leader_node().unwrap_or(-1);
             let recs = features::plan_updates(&features::finalized(&img.features), &updates, node).map_err(Error::FeatureUpdateRefused)?;
+            // Every registered controller must be able to run the new levels (KIP-919).
+            if let Some(why) = updates.iter().find_map(|u| super::registrations::unsupported_by_controllers(&img, node, &u.feature, u.level)) {
+                return Err(Error::FeatureUpdateRefused(why));
+            }
             (recs, img.offset)
         };
         if validate_only || recs.is_empty() {

@@ -13,6 +13,7 @@ pub mod net;
 pub mod quorum;
 mod quotas;
 pub mod raft_store;
+pub mod registrations;
 pub mod rpc;
 pub mod sasl;
 mod scram;
@@ -54,6 +55,9 @@ pub struct Controller {
     formation: Mutex<Vec<Record>>,
     /// Held while a voter is added or removed: one change at a time.
     voter_ops: tokio::sync::Mutex<()>,
+    /// Nodes that fetch the metadata without voting (brokers): their log end offset and
+    /// when they last fetched (epoch ms), DescribeQuorum's observers.
+    fetchers: Mutex<HashMap<i32, (u64, i64)>>,
 }
 
 impl Controller {
@@ -68,6 +72,7 @@ impl Controller {
             bootstrap: Mutex::new(None),
             formation: Mutex::new(Vec::new()),
             voter_ops: tokio::sync::Mutex::new(()),
+            fetchers: Mutex::new(HashMap::new()),
         })
     }
 
@@ -117,11 +122,18 @@ impl Controller {
 
     /// Answers one request; only the leader decides, others point at it.
     pub async fn handle(&self, req: Request) -> Response {
-        if let Request::FetchMetadata { from } = req {
+        if let Request::FetchMetadata { from, node } = req {
+            // Observers fetch from the leader, as in Kafka, so it knows how far each one is.
+            if !self.quorum.status().is_leader {
+                return self.not_controller();
+            }
+            if let Some(node) = node {
+                self.fetchers.lock().insert(node, (from.saturating_sub(1), now_ms()));
+            }
             return self.fetch_metadata(from).await;
         }
         if let Request::DescribeQuorum = req {
-            return if self.quorum.status().is_leader { Response::Quorum(self.quorum.info()) } else { self.not_controller() };
+            return if self.quorum.status().is_leader { Response::Quorum(self.quorum_info()) } else { self.not_controller() };
         }
         if !self.quorum.status().is_leader {
             return self.not_controller();
@@ -158,6 +170,13 @@ impl Controller {
             }
             Request::Heartbeat { id, epoch, applied, shutting_down } => self.heartbeat(id, epoch, applied, shutting_down).await,
             Request::UnregisterBroker { id } => self.unregister_broker(id).await,
+            Request::RegisterController { id, incarnation, endpoints, features } => {
+                self.register_controller(id, incarnation, endpoints, features).await
+            }
+            Request::UnregisterController { id } => self.unregister_controller(id).await,
+            Request::UpdateVoter { id, directory_id, endpoints, kraft_min, kraft_max } => {
+                self.update_voter(id, directory_id, endpoints, (kraft_min, kraft_max)).await
+            }
             Request::OfflineReplicas { broker, epoch, partitions } => self.offline_replicas(broker, epoch, partitions).await,
             Request::UpdateFeatures { updates, validate_only } => self.update_features(updates, validate_only).await,
             Request::CreateTopics { topics, validate_only } => self.create_topics(topics, validate_only).await,
@@ -189,6 +208,24 @@ impl Controller {
             Err(Error::NotController) => self.not_controller(),
             Err(e) => Response::Failed(e),
         }
+    }
+
+    /// The quorum with, as observers besides the learners, the nodes that fetched the
+    /// metadata from this controller lately (Kafka lists every replica that fetches).
+    fn quorum_info(&self) -> rpc::QuorumInfo {
+        const OBSERVER_GONE_MS: i64 = 10_000;
+        let mut info = self.quorum.info();
+        let now = now_ms();
+        let mut fetchers = self.fetchers.lock();
+        fetchers.retain(|_, (_, at)| now - *at < OBSERVER_GONE_MS);
+        for (id, (leo, at)) in fetchers.iter() {
+            if info.voters.iter().chain(&info.observers).all(|(v, _)| v != id) {
+                info.observers.push((*id, *leo));
+                info.heard.push((*id, *at));
+            }
+        }
+        info.observers.sort();
+        info
     }
 
     async fn heartbeat(&self, id: i32, epoch: u64, applied: u64, shutting_down: bool) -> Result<Response> {

@@ -283,22 +283,25 @@ pub async fn call(
 }
 
 /// The links to the quorum's peers: the configured voters, and the voters and learners
-/// the log added since (dialed on their first message, at the address the log gives).
+/// the log added since (dialed on their first message, at the address the log gives, and
+/// dialed anew when the log moves them: UpdateRaftVoter).
 pub struct Peers {
     dialer: Dialer,
     login: Option<Arc<Login>>,
-    links: parking_lot::Mutex<std::collections::HashMap<u64, mpsc::Sender<Outgoing>>>,
+    /// Per raft id: the address the log gave (None: configured), and the link.
+    links: parking_lot::Mutex<std::collections::HashMap<u64, (Option<String>, mpsc::Sender<Outgoing>)>>,
 }
 
 impl Peers {
     /// Links to `configured` (raft id, address) peers.
     pub fn new(dialer: Dialer, login: Option<Arc<Login>>, configured: Vec<(u64, String)>) -> Peers {
-        let links = configured.into_iter().map(|(id, addr)| (id, peer_sender(addr, dialer.clone(), login.clone()))).collect();
+        let links = configured.into_iter().map(|(id, addr)| (id, (None, peer_sender(addr, dialer.clone(), login.clone())))).collect();
         Peers { dialer, login, links: parking_lot::Mutex::new(links) }
     }
 
-    /// Sends `m` (best effort); a peer not linked yet is dialed at `lookup(m.to)`, if known.
-    /// An injected link fault to that peer loses the message here or sets when it leaves.
+    /// Sends `m` (best effort) to the address `lookup(m.to)` the log gives, else to the
+    /// configured one. An injected link fault to that peer loses the message here or sets
+    /// when it leaves.
     pub fn send(&self, m: Message, lookup: impl FnOnce(u64) -> Option<String>) {
         let link_fault = crate::fault::global().on_link(Some(super::quorum::node_id(m.to)), now_ms());
         if link_fault.drop {
@@ -306,11 +309,17 @@ impl Peers {
         }
         let due = tokio::time::Instant::now() + Duration::from_millis(link_fault.delay_ms);
         let mut links = self.links.lock();
-        if !links.contains_key(&m.to) {
-            let Some(addr) = lookup(m.to) else { return };
-            links.insert(m.to, peer_sender(addr, self.dialer.clone(), self.login.clone()));
+        let logged = lookup(m.to);
+        let stale = match (links.get(&m.to), &logged) {
+            (None, _) => true,
+            (Some((known, _)), Some(addr)) => known.as_ref() != Some(addr),
+            (Some(_), None) => false,
+        };
+        if stale {
+            let Some(addr) = logged.clone() else { return };
+            links.insert(m.to, (logged, peer_sender(addr, self.dialer.clone(), self.login.clone())));
         }
-        if let Some(tx) = links.get(&m.to) {
+        if let Some((_, tx)) = links.get(&m.to) {
             let _ = tx.try_send((m, due));
         }
     }

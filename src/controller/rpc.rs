@@ -163,9 +163,34 @@ pub enum Request {
         id: i32,
         directory_id: Uuid,
     },
-    /// Committed metadata from offset `from` on (for nodes that don't vote).
+    /// Committed metadata from offset `from` on (for nodes that don't vote), asked by node
+    /// `node` (absent from nodes before observers were listed), which DescribeQuorum then
+    /// shows as an observer.
     FetchMetadata {
         from: u64,
+        #[serde(default)]
+        node: Option<i32>,
+    },
+    /// ControllerRegistration (KIP-919): a controller says where it listens and what it
+    /// supports; written unless the log already has this very registration.
+    RegisterController {
+        id: i32,
+        incarnation: Uuid,
+        endpoints: Vec<crate::metadata::voters::VoterEndpoint>,
+        features: BTreeMap<String, (i16, i16)>,
+    },
+    /// UnregisterController (KIP-1312).
+    UnregisterController {
+        id: i32,
+    },
+    /// UpdateRaftVoter (KIP-853): voter (`id`, `directory_id`) listens on `endpoints` now
+    /// and supports kraft.version `kraft_min..=kraft_max`.
+    UpdateVoter {
+        id: i32,
+        directory_id: Uuid,
+        endpoints: Vec<crate::metadata::voters::VoterEndpoint>,
+        kraft_min: i16,
+        kraft_max: i16,
     },
 }
 

@@ -27,7 +27,7 @@ fn replica_key(id: i32, dir: Uuid) -> String {
     format!("ReplicaKey(id={id}, directoryId={})", if dir.is_nil() { "<undefined>".to_string() } else { crate::metadata::kafka_uuid(dir) })
 }
 
-fn pending() -> Error {
+pub(super) fn pending() -> Error {
     Error::RequestTimedOut("Request timed out waiting for leader to handle previous add or remove voter request".into())
 }
 

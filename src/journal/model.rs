@@ -272,7 +272,10 @@ pub fn record_events(before: &Image, offset: u64, batch: &RecordBatch, i: usize)
         | Record::DelegationToken { .. }
         | Record::RemoveDelegationToken { .. }
         | Record::FeatureLevel { .. }
-        | Record::ClientQuota { .. } => Vec::new(),
+        | Record::ClientQuota { .. }
+        | Record::RegisterController { .. }
+        | Record::UnregisterController { .. }
+        | Record::VoterEndpoints { .. } => Vec::new(),
     }
 }
 

@@ -45,6 +45,16 @@ impl BrokerInfo {
     }
 }
 
+/// A registered controller (Kafka's `ControllerRegistration`, KIP-919).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ControllerInfo {
+    pub id: i32,
+    pub incarnation: Uuid,
+    pub endpoints: Vec<super::voters::VoterEndpoint>,
+    /// Supported (min, max) level of each feature.
+    pub features: BTreeMap<String, (i16, i16)>,
+}
+
 /// A topic and its partitions.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TopicImage {
@@ -101,6 +111,9 @@ pub struct Image {
     /// absent: they have no directory id and the config says where they are.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub voters: BTreeMap<i32, super::voters::VoterInfo>,
+    /// Registered controllers by node id, voters or not (Kafka's `ClusterImage.controllers`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub controllers: BTreeMap<i32, ControllerInfo>,
 }
 
 impl Image {
@@ -226,6 +239,18 @@ impl Image {
                 };
                 if values.is_empty() {
                     self.client_quotas.remove(entity);
+                }
+            }
+            Record::RegisterController { id, incarnation, endpoints, features } => {
+                let info = ControllerInfo { id: *id, incarnation: *incarnation, endpoints: endpoints.clone(), features: features.clone() };
+                self.controllers.insert(*id, info);
+            }
+            Record::UnregisterController { id } => {
+                self.controllers.remove(id);
+            }
+            Record::VoterEndpoints { id, directory_id, endpoints } => {
+                if let Some(v) = self.voters.get_mut(id).filter(|v| v.directory_id == *directory_id) {
+                    v.endpoints = endpoints.clone();
                 }
             }
         }

@@ -28,6 +28,9 @@
 //! | `RemoveDelegationToken` | the token is gone (expired, or expired on request)        |
 //! | `FeatureLevel`    | a feature's finalized level (Kafka's `FeatureLevelRecord`); 0 removes it |
 //! | `ClientQuota`     | a client quota key set (`value`) or removed (`None`) on an entity (Kafka's `QuotaRecord`) |
+//! | `RegisterController` | a controller's registration: incarnation, controller endpoints, supported features (Kafka's `RegisterControllerRecord`, KIP-919) |
+//! | `UnregisterController` | that controller's registration is gone (Kafka's `UnregisterControllerRecord`, KIP-1312) |
+//! | `VoterEndpoints`  | a voter's controller endpoints changed (UpdateRaftVoter: Kafka's updated `VotersRecord`) |
 
 use std::collections::BTreeMap;
 
@@ -226,6 +229,23 @@ pub enum Record {
         entity: QuotaEntity,
         key: String,
         value: Option<f64>,
+    },
+    RegisterController {
+        id: i32,
+        incarnation: Uuid,
+        endpoints: Vec<super::voters::VoterEndpoint>,
+        /// Supported (min, max) level of each feature.
+        features: BTreeMap<String, (i16, i16)>,
+    },
+    UnregisterController {
+        id: i32,
+    },
+    /// The voter of that directory id now listens on `endpoints`; a record for a voter the
+    /// log does not know under that key changes nothing.
+    VoterEndpoints {
+        id: i32,
+        directory_id: Uuid,
+        endpoints: Vec<super::voters::VoterEndpoint>,
     },
 }
 
