@@ -13,6 +13,7 @@ GROUPS = collections.OrderedDict([
     ("rdkperf", "Single broker, driven by rdkafka_performance (librdkafka's C tool); "
                 "each client's CPU ceiling"),
     ("cluster", f"Cluster: {CLUSTER_NODES} brokers, RF=3, acks=all, min.insync.replicas=2"),
+    ("share", "Share groups (KIP-932): 3 share consumers, one broker"),
 ])
 Metric = collections.namedtuple("Metric", "group section label unit higher")
 METRICS = {}  # id -> Metric; higher: True/False (which is better), None (neither)
@@ -114,3 +115,12 @@ metric("cluster.startup.ms", "cluster", _sec, "start-up: first exec to all three
 metric("cluster.rss.idle", "cluster", _sec, "idle RSS (after topic creation)", "MiB", False)
 metric("cluster.rss.peak", "cluster", _sec, "peak RSS under load", "MiB", False)
 cpu_metrics("cluster.produce", "cluster", "ProducerPerformance 1 KiB acks=all")
+
+
+_sec = "Share-group consumption (ShareConsumerPerformance, 3 consumers, 1 KiB, 3 partitions)"
+metric("share.consume.mib", "share", _sec, "3 share consumers, implicit acknowledgement", "MiB/s", True)
+metric("share.consume.rps", "share", _sec, "3 share consumers, implicit acknowledgement", "records/s", True)
+_sec = "Share-group processes"
+metric("share.rss.idle", "share", _sec, "idle RSS (after topic creation)", "MiB", False)
+metric("share.rss.peak", "share", _sec, "peak RSS under load", "MiB", False)
+cpu_metrics("share.consume", "share", "ShareConsumerPerformance 3 consumers 1 KiB")
