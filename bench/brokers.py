@@ -392,6 +392,7 @@ class SluiceCluster:
 BROKERS = {
     ("single", "kafka"): KafkaBroker, ("single", "sluice"): SluiceBroker,
     ("cluster", "kafka"): KafkaCluster, ("cluster", "sluice"): SluiceCluster,
+    ("share", "kafka"): KafkaBroker, ("share", "sluice"): SluiceBroker,
 }
 
 

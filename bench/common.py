@@ -14,7 +14,9 @@ TOOL_HEAP = "-Xmx512m"
 JVM_PERF_OPTS = ("-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35"
                  " -XX:+ExplicitGCInvokesConcurrent -XX:MaxInlineLevel=15 -Djava.awt.headless=true")
 MIB = 1024 * 1024
-SECTIONS = ("disk", "single", "rdkperf", "cluster", "security")
+SECTIONS = ("disk", "single", "rdkperf", "cluster", "security", "share")
+# Sections a run leaves out unless --only names them.
+OPT_IN = ("security", "share")
 CLUSTER_NODES = 3
 CLUSTER_PARTITIONS = 3
 CLUSTER_TOPIC_CONFIG = ["min.insync.replicas=2"]

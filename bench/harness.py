@@ -32,11 +32,14 @@ import time
 from brokers import BROKERS
 from security import BROKERS as SECURITY_BROKERS, acl_steps, make_certs, tls_steps
 from common import (CLUSTER_HEAP, DISK_TARGET_PCT, HERE, JVM_PERF_OPTS, KAFKA_HEAP,
-                    KAFKA_VERSION, MIB, REPO, SECTIONS, BudgetExceeded, StepError, last_json)
+                    KAFKA_VERSION, MIB, OPT_IN, REPO, SECTIONS, BudgetExceeded, StepError,
+                    last_json)
 from procs import PROCS, cpu_sum, reap, remove_stale_tmp, rss_sum, tail
 from report import (disk_summary, git_rev, one_line, results_json, summarize, write_chart,
                     write_markdown)
+from sharebench import share_steps
 from workloads import cluster_steps, disk_baseline, find_rdkperf, single_steps
+
 
 # Starts before each single-broker session's own, for more start-up samples (extra_startups).
 EXTRA_STARTS = 1
@@ -91,9 +94,12 @@ what it does
             plaintext one, the same PEM certificates for both, ssl.client.auth=required:
             rdkafka_performance over TLS produces 1 KiB and 100 B (acks=1) and consumes them;
             then, restarted with the StandardAuthorizer and 1 000 ACLs (one lets the client
-            write), the same produce -> its rate with ACLs over its rate without. Not in a
-            default run: pass --only security (with --results-dir, to keep the committed full
-            results), or name it with the others in --only.
+            write), the same produce -> its rate with ACLs over its rate without. Only with
+            --only security (results in bench/results/security/).
+  share     Only with --only share (results in bench/results/share/): per repetition, one
+            broker of each kind; Kafka's ShareConsumerPerformance --threads 3 (three share
+            consumers in one share group, implicit acknowledgement) reads 500k x 1 KiB records
+            of a 3-partition topic, after an unmeasured warm-up group -> MiB/s, records/s, CPU.
   Medians over the repetitions and the Sluice/Kafka ratio go to bench/results/results.md,
   results.png and results.json; logs of every process to bench/results/logs/.
 
@@ -229,6 +235,9 @@ class Harness:
         self.cluster_n = int(sc * (100_000 if q else 150_000))
         self.cluster_warmup_n = 50_000 if q else 100_000
         self.cluster_reps = a.cluster_reps
+        # Records the share consumers read (and, before them, the warm-up group).
+        self.share_n = int(sc * (200_000 if q else 500_000))
+        self.share_warmup_n = 50_000 if q else 100_000
         self.disk_mib = a.disk_mib
         self.disk_reps = 1 if q else 3
         # Why a section did not run: group -> reason.
@@ -326,9 +335,10 @@ class Harness:
         try:
             if single:
                 self.extra_startups(section, kind, s)
+            start_metric = {"single": "startup.ms", "cluster": "cluster.startup.ms"}.get(section)
             s.log("starting")
             try:
-                ms = b.start(timeout=min(60 if single else 120, max(5, self.remaining())))
+                ms = b.start(timeout=min(120 if section == "cluster" else 60, max(5, self.remaining())))
             except StepError as e:
                 self.fail(kind, "start", e)
                 info["died"] = b.death()  # already reported
@@ -336,8 +346,8 @@ class Harness:
             info["startup_ms"] = ms
             info["format_ms"] = b.format_ms
             add_settle(info, b)
-            if section in ("single", "cluster"):
-                s.record("startup.ms" if single else "cluster.startup.ms", ms)
+            if start_metric:
+                s.record(start_metric, ms)
             s.log(f"{'all nodes answered' if section == 'cluster' else 'answered'} ApiVersions {ms:.1f} ms "
                   f"after exec" + (f" (storage format took {b.format_ms:.0f} ms before that)"
                                    if b.format_ms else ""))
@@ -424,6 +434,10 @@ class Harness:
                     for kind in broker_order(rep):
                         self.session("tls", rep, kind)
                         self.session("acl", rep, kind)
+            if "share" in self.sections:
+                for rep in range(self.a.reps):
+                    for kind in broker_order(rep):
+                        self.session("share", rep, kind)
         except BudgetExceeded:
             complete = False
             msg = f"time budget of {self.a.max_minutes} min ran out during {self.tag}; results are partial"
@@ -437,7 +451,8 @@ class Harness:
 
 
 # What a session of each kind runs against its broker.
-STEPS = {"single": single_steps, "cluster": cluster_steps, "tls": tls_steps, "acl": acl_steps}
+STEPS = {"single": single_steps, "cluster": cluster_steps, "tls": tls_steps, "acl": acl_steps,
+         "share": share_steps}
 
 
 def broker_order(rep):
@@ -459,7 +474,8 @@ def parse_args():
     ap.add_argument("--cluster-reps", type=int,
                     help="cluster repetitions per broker (default: as --reps)")
     ap.add_argument("--only", metavar="SECTION[,SECTION]",
-                    help=f"run only these sections: {', '.join(SECTIONS)} (default: all)")
+                    help=f"run only these sections: {', '.join(SECTIONS)} (default: all but "
+                    f"{', '.join(OPT_IN)})")
     for s in ("disk", "rdkperf", "cluster", "security"):
         ap.add_argument(f"--no-{s}", action="append_const", dest="skip", const=s,
                         help=f"leave out the {s} section")
@@ -473,7 +489,9 @@ def parse_args():
                     help="MiB written per disk baseline pass (default 2048; 1024 with --quick)")
     ap.add_argument("--max-minutes", type=float,
                     help="time budget for the measurements (default 18; 8 with --quick)")
-    ap.add_argument("--results-dir", default=os.path.join(HERE, "results"))
+    ap.add_argument("--results-dir", help="where results go (default bench/results; "
+                    "bench/results/SECTION for --only security or --only share, so the full "
+                    "run's stay)")
     ap.add_argument("--tmp-dir", default=None, help="where broker data dirs go (default $TMPDIR)")
     ap.add_argument("--keep-tmp", action="store_true", help="keep broker data dirs")
     # Set by bench/run:
@@ -490,8 +508,7 @@ def parse_args():
         a.max_minutes = 8 if a.quick else 18
     if a.disk_mib is None:
         a.disk_mib = 1024 if a.quick else 2048
-    # The security section restarts each broker twice per repetition: only when asked for.
-    sections = set(SECTIONS) - {"security"}
+    sections = set(SECTIONS) - set(OPT_IN)
     if a.only:
         sections = {s.strip() for s in a.only.split(",") if s.strip()}
         unknown = sections - set(SECTIONS)
@@ -499,6 +516,10 @@ def parse_args():
             ap.error(f"--only: unknown section(s) {', '.join(sorted(unknown))}; "
                      f"choose from {', '.join(SECTIONS)}")
     a.sections = sections - set(a.skip or [])
+    if a.results_dir is None:
+        # A run of one opt-in section keeps its results apart, so the full run's stay.
+        alone = next(iter(a.sections)) if len(a.sections) == 1 else None
+        a.results_dir = os.path.join(HERE, "results", *([alone] if alone in OPT_IN else []))
     return a
 
 

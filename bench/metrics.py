@@ -14,6 +14,7 @@ GROUPS = collections.OrderedDict([
                 "each client's CPU ceiling"),
     ("cluster", f"Cluster: {CLUSTER_NODES} brokers, RF=3, acks=all, min.insync.replicas=2"),
     ("security", "Security: mutual TLS, and 1 000 ACLs (single broker, rdkafka_performance)"),
+    ("share", "Share groups (KIP-932): 3 share consumers, one broker"),
 ])
 Metric = collections.namedtuple("Metric", "group section label unit higher")
 METRICS = {}  # id -> Metric; higher: True/False (which is better), None (neither)
@@ -127,3 +128,12 @@ for _size, _sname in SIZES:
     cpu_metrics(f"tls.produce.{_size}", "security", f"produce over TLS {_sname}")
     cpu_metrics(f"tls.consume.{_size}", "security", f"consume over TLS {_sname}")
     cpu_metrics(f"acl.produce.{_size}", "security", f"produce with ACLs {_sname}")
+
+
+_sec = "Share-group consumption (ShareConsumerPerformance, 3 consumers, 1 KiB, 3 partitions)"
+metric("share.consume.mib", "share", _sec, "3 share consumers, implicit acknowledgement", "MiB/s", True)
+metric("share.consume.rps", "share", _sec, "3 share consumers, implicit acknowledgement", "records/s", True)
+_sec = "Share-group processes"
+metric("share.rss.idle", "share", _sec, "idle RSS (after topic creation)", "MiB", False)
+metric("share.rss.peak", "share", _sec, "peak RSS under load", "MiB", False)
+cpu_metrics("share.consume", "share", "ShareConsumerPerformance 3 consumers 1 KiB")

@@ -227,8 +227,23 @@ def single_intro(h):
             "brokers."]
 
 
+def share_intro(h):
+    return [
+        f"One broker of each kind, as in the single-broker section (Kafka's share groups are on "
+        f"by default in 4.4, as Sluice's). ProducerPerformance writes {h.share_n:,} × 1 KiB "
+        f"records to a 3-partition topic and {h.share_warmup_n:,} to another (not measured); "
+        f"an unmeasured warm-up share group reads the second. Then Kafka's "
+        f"ShareConsumerPerformance with `--threads 3` (three KafkaShareConsumers in one share "
+        f"group, implicit acknowledgement, the client's defaults) reads the first, the group "
+        f"set to share.auto.offset.reset=earliest with ConfigCommand beforehand. The tool's "
+        f"clock starts before the consumers join, so the join (ShareGroupHeartbeat until each "
+        f"member has its partitions) is inside it, for both. {h.a.reps} repetition(s), "
+        f"alternating which broker goes first.",
+    ]
+
+
 GROUP_INTRO = {"single": single_intro, "rdkperf": rdkperf_intro, "cluster": cluster_intro,
-               "security": security_intro}
+               "security": security_intro, "share": share_intro}
 
 
 def heading(text):
@@ -472,6 +487,8 @@ def one_line(h, rows, wall_s, complete):
     if "cluster" in h.sections:
         parts += [r("cluster.produce.mib", "cluster produce acks=all"),
                   r("cluster.consume.mib", "cluster consume")]
+    if "share" in h.sections:
+        parts += [r("share.consume.rps", "share consume (3 consumers)")]
     parts = ["Sluice/Kafka " + ", ".join(parts)] if parts else []
     d = h.disk or {}
     if d.get("buffered_median_mib_s"):

@@ -100,11 +100,12 @@ class Member:
         return e
 
     def fetch(self, version=2, acks=(), max_records=100, mode=0, renew=False, max_wait=2000,
-              min_bytes=1, max_bytes=1 << 20):
+              min_bytes=1, max_bytes=1 << 20, batch_size=None):
         """(top error, lock ms, {partition: (error, ack error, [acquired offsets], [counts])})."""
+        batch_size = max_records if batch_size is None else batch_size
         body = (kp.compact_string(self.group) + kp.compact_string(self.id) + kp.i32(self.next_epoch())
                 + kp.i32(max_wait) + kp.i32(min_bytes) + kp.i32(max_bytes) + kp.i32(max_records)
-                + kp.i32(max_records))
+                + kp.i32(batch_size))
         if version >= 2:
             body += kp.i8(mode) + kp.i8(1 if renew else 0)
         body += (kp.uvarint(2) + self.tid.bytes + kp.uvarint(2) + kp.i32(0) + encode_acks(acks)
@@ -274,3 +275,15 @@ def test_unknown_acquire_mode_is_unknown_server_error_after_the_acknowledgements
     # The share session went on: the next epoch fetches as usual.
     err, _, parts = member.fetch(max_records=3, mode=1, max_wait=0)
     assert err == 0 and parts[0][2] == [2, 3, 4], parts
+
+
+def test_max_records_zero_or_negative_acquires_nothing(member):
+    # As Kafka's SharePartition.acquire: no records at all, not a default number of them.
+    for max_records in (0, -1):
+        for mode in (0, 1):
+            err, _, parts = member.fetch(max_records=max_records, mode=mode, max_wait=200, batch_size=10)
+            assert err == 0, (max_records, mode, err)
+            assert parts.get(0, (0, 0, [], []))[::2] == (0, []), (max_records, mode, parts)
+    # Nothing was acquired by those: the next fetch starts at offset 0, first deliveries.
+    offsets, counts = member.acquire("0..2", max_records=3, mode=1)
+    assert (offsets, counts) == ([0, 1, 2], [1, 1, 1])

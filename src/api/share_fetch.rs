@@ -25,8 +25,6 @@ use crate::share::group::Tp;
 use crate::share::partition::{check_ack_batches, AbortedTxn, AcquireMode, Acquired, LogBatch};
 use crate::share::session::{FINAL_EPOCH, INITIAL_EPOCH};
 
-/// Records a fetch acquires when the client asks for no limit.
-const DEFAULT_MAX_RECORDS: usize = 500;
 /// Bytes read from one partition per fetch (the client's max.partition.fetch.bytes).
 const PARTITION_MAX_BYTES: usize = 1 << 20;
 /// How often a waiting fetch looks again for records whose locks ran out.
@@ -223,7 +221,9 @@ pub async fn share_fetch(ctx: &Ctx<'_>, req: ShareFetchRequest) -> ShareFetchRes
         }
         return fail(Error::UnknownServerError(format!("Unknown share acquire mode id: {}", req.share_acquire_mode)));
     };
-    let max_records = if req.max_records > 0 { req.max_records as usize } else { DEFAULT_MAX_RECORDS };
+    // As Kafka's SharePartition.acquire: MaxRecords 0 or below acquires nothing (the fetch
+    // waits out MaxWaitMs and answers empty); it is no "no limit".
+    let max_records = usize::try_from(req.max_records).unwrap_or(0);
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(req.max_wait_ms.max(0) as u64);
     let waiter = Arc::new(Notify::new());
     loop {

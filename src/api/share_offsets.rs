@@ -17,7 +17,8 @@ use crate::auth::Operation;
 use crate::error::{Error, Result};
 use crate::share::offsets::{self, Described};
 
-/// The group's coordinator is here and the id is not a classic or consumer group's.
+/// The group's coordinator is here and the id is not a classic or consumer group's
+/// (AlterShareGroupOffsets and DeleteShareGroupOffsets: GROUP_ID_NOT_FOUND otherwise).
 fn check_share_group(ctx: &Ctx<'_>, group: &str) -> Result<()> {
     ctx.broker.groups.check_coordinator(&**ctx.broker, group)?;
     if !ctx.broker.shares.is_share_group(group) && ctx.broker.groups.list().iter().any(|(id, ..)| id == group) {
@@ -43,7 +44,10 @@ async fn describe_group(
     g: describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup,
 ) -> DescribeShareGroupOffsetsResponseGroup {
     let out = DescribeShareGroupOffsetsResponseGroup::default().with_group_id(g.group_id.clone());
-    if let Err(e) = ctx.check_group(Operation::Describe, &g.group_id.0).and_then(|()| check_share_group(ctx, &g.group_id.0)) {
+    // Any group id may be described, as in Kafka 4.4: a classic or consumer group's, like an
+    // unknown one's, has no share-partition state, so it gets no offsets rather than an error.
+    let coordinator = |()| ctx.broker.groups.check_coordinator(&**ctx.broker, &g.group_id.0);
+    if let Err(e) = ctx.check_group(Operation::Describe, &g.group_id.0).and_then(coordinator) {
         return out.with_error_code(e.code()).with_error_message(Some(sb(e.message())));
     }
     let (allowed, denied) = match g.topics {

@@ -190,6 +190,10 @@ class ShareGroupOffsetsTest {
         String classic = "cg-not-share";
         Clients.get(admin.alterConsumerGroupOffsets(classic, Map.of(fine, new OffsetAndMetadata(0L))).all());
         assertInstanceOf(GroupIdNotFoundException.class, cause(admin.alterShareGroupOffsets(classic, Map.of(fine, 0L)).all()));
+        // Describing it is no error, as in Kafka 4.4: it has no share-partition state, so no offsets.
+        assertEquals(Map.of(), offsets(classic, null), "a consumer group's id, asked for all");
+        Map<TopicPartition, SharePartitionOffsetInfo> named = offsets(classic, List.of(fine));
+        assertTrue(named.containsKey(fine) && named.get(fine) == null, "a consumer group's id, asked for " + fine + ": " + named);
         assertNull(offsets(group, List.of(missingPartition)).get(missingPartition));
     }
 }
