@@ -1,7 +1,9 @@
 """Streams groups (KIP-1071), bad input on the wire: raw StreamsGroupHeartbeat v0/v1,
 StreamsGroupDescribe and StreamsGroupTopologyDescriptionUpdate, checked against Kafka 4.4's
 error codes. Kafka Streams itself runs in compat-tests/java (StreamsGroupTest). One broker
-for the file.
+for the file, with the initial rebalance delay and the assignment interval off so that each
+heartbeat here sees its assignment at once (the pacing is tested in the Rust unit tests and
+by StreamsGroupTest).
 """
 
 import time
@@ -32,7 +34,11 @@ INPUT_PARTITIONS = 3
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    b = Broker(tmp_path_factory.mktemp("streams-groups"), normalize_settings(num_partitions=INPUT_PARTITIONS))
+    b = Broker(tmp_path_factory.mktemp("streams-groups"), normalize_settings({
+        "num.partitions": INPUT_PARTITIONS,
+        "group.streams.initial.rebalance.delay.ms": 0,
+        "group.streams.assignment.interval.ms": 0,
+    }))
     b.start()
     yield b
     b.stop()

@@ -101,6 +101,7 @@ fn decode(ctx: &Ctx<'_>, req: &StreamsGroupHeartbeatRequest) -> Result<Heartbeat
         shutdown_application: req.shutdown_application,
         client_id: ctx.client_id.clone(),
         client_host: ctx.client_host.clone(),
+        version: ctx.version,
     })
 }
 

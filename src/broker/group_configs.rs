@@ -106,6 +106,11 @@ fn overrides(
         c.streams.session_timeout_ms = s.streams_session_timeout_ms;
         c.streams.heartbeat_interval_ms = s.streams_heartbeat_interval_ms;
         c.streams.num_standby_replicas = s.streams_num_standby_replicas;
+        c.streams.initial_rebalance_delay_ms = s.streams_initial_rebalance_delay_ms;
+        c.streams.assignment_interval_ms = s.streams_assignment_interval_ms;
+        c.streams.task_offset_interval_ms = s.streams_task_offset_interval_ms;
+        c.streams.acceptable_recovery_lag = s.streams_acceptable_recovery_lag;
+        c.streams.rack_aware_assignment_tags = s.streams_rack_aware_assignment_tags;
         consumers.insert(group.clone(), c);
         let g = ShareGroupConfig {
             session_timeout_ms: s.share_session_timeout_ms,

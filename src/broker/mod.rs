@@ -119,6 +119,9 @@ impl Broker {
                 max_size: s.group_streams_max_size,
                 task_offset_interval_ms: s.group_streams_task_offset_interval_ms,
                 acceptable_recovery_lag: s.group_streams_acceptable_recovery_lag,
+                initial_rebalance_delay_ms: s.group_streams_initial_rebalance_delay_ms,
+                assignment_interval_ms: s.group_streams_assignment_interval_ms,
+                rack_aware_assignment_tags: s.group_streams_rack_aware_assignment_tags.clone(),
             },
         };
         let groups = Coordinator::new(group_config, consumer_config, s.offsets_topic_num_partitions, s.offsets_retention_ms);

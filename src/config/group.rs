@@ -237,6 +237,11 @@ fn check_value(def: &GroupKeyDef, value: &str) -> Result<(), String> {
     }
 }
 
+/// A comma-separated list of client tag keys, as Kafka's `AssignmentConfigsImpl` parses it.
+pub fn tag_list(value: &str) -> Vec<String> {
+    value.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_string).collect()
+}
+
 /// Where a new share partition starts (`share.auto.offset.reset`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OffsetReset {
@@ -302,6 +307,11 @@ pub struct GroupSettings {
     pub streams_session_timeout_ms: i64,
     pub streams_heartbeat_interval_ms: i32,
     pub streams_num_standby_replicas: i32,
+    pub streams_initial_rebalance_delay_ms: i32,
+    pub streams_assignment_interval_ms: i32,
+    pub streams_task_offset_interval_ms: i32,
+    pub streams_acceptable_recovery_lag: i64,
+    pub streams_rack_aware_assignment_tags: Vec<String>,
     pub share_session_timeout_ms: i64,
     pub share_heartbeat_interval_ms: i32,
     pub share_record_lock_duration_ms: i64,
@@ -333,6 +343,16 @@ impl GroupSettings {
             streams_session_timeout_ms: group_int("streams.session.timeout.ms"),
             streams_heartbeat_interval_ms: group_int("streams.heartbeat.interval.ms").clamp(1, i32::MAX as i64) as i32,
             streams_num_standby_replicas: group_int("streams.num.standby.replicas").clamp(0, i32::MAX as i64) as i32,
+            streams_initial_rebalance_delay_ms: group_int("streams.initial.rebalance.delay.ms").clamp(0, i32::MAX as i64) as i32,
+            streams_assignment_interval_ms: group_int("streams.assignment.interval.ms").clamp(0, i32::MAX as i64) as i32,
+            streams_task_offset_interval_ms: group_int("streams.task.offset.interval.ms").clamp(1, i32::MAX as i64) as i32,
+            streams_acceptable_recovery_lag: group_int("streams.acceptable.recovery.lag").max(0),
+            streams_rack_aware_assignment_tags: tag_list(
+                &overrides
+                    .get("streams.rack.aware.assignment.tags")
+                    .cloned()
+                    .unwrap_or_else(|| cfg.get("group.streams.rack.aware.assignment.tags")),
+            ),
             share_session_timeout_ms: group_int("share.session.timeout.ms"),
             share_heartbeat_interval_ms: group_int("share.heartbeat.interval.ms").clamp(1, i32::MAX as i64) as i32,
             share_record_lock_duration_ms: group_int("share.record.lock.duration.ms").max(1),

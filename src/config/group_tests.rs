@@ -104,3 +104,25 @@ fn settings_take_overrides_capped_to_the_current_bounds() {
     assert_eq!(s.share_record_lock_duration_ms, 60_000, "capped to group.share.max.record.lock.duration.ms");
     assert_eq!((s.share_auto_offset_reset, s.share_read_committed), (OffsetReset::Earliest, true));
 }
+
+#[test]
+fn streams_settings_fall_back_to_the_broker_and_take_overrides() {
+    let cfg = BrokerConfig::default();
+    let s = GroupSettings::resolve(&BTreeMap::new(), &cfg);
+    assert_eq!((s.streams_initial_rebalance_delay_ms, s.streams_assignment_interval_ms), (3000, 1000));
+    assert_eq!((s.streams_task_offset_interval_ms, s.streams_acceptable_recovery_lag), (60_000, 10_000));
+    assert!(s.streams_rack_aware_assignment_tags.is_empty());
+    let o = map(&[
+        ("streams.initial.rebalance.delay.ms", "0"),
+        ("streams.assignment.interval.ms", "60000"),
+        ("streams.task.offset.interval.ms", "1000"),
+        ("streams.acceptable.recovery.lag", "5"),
+        ("streams.rack.aware.assignment.tags", "zone, rack"),
+    ]);
+    let s = GroupSettings::resolve(&o, &cfg);
+    assert_eq!(s.streams_initial_rebalance_delay_ms, 0);
+    assert_eq!(s.streams_assignment_interval_ms, 15_000, "capped to group.streams.max.assignment.interval.ms");
+    assert_eq!(s.streams_task_offset_interval_ms, 15_000, "raised to group.streams.min.task.offset.interval.ms");
+    assert_eq!(s.streams_acceptable_recovery_lag, 5);
+    assert_eq!(s.streams_rack_aware_assignment_tags, vec!["zone".to_string(), "rack".to_string()]);
+}

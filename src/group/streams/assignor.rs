@@ -1,7 +1,13 @@
 //! The sticky task assignor of streams groups, after Kafka's `StickyTaskAssignor`:
 //! active tasks stay with their previous owner while that keeps the group balanced, the
-//! rest go to the least loaded member; standby replicas go to members of other processes
-//! (a process never holds two copies of one task), previous standby owners first.
+//! rest go to the least loaded member; standby replicas of the stateful tasks (those whose
+//! subtopology has a changelog) go to members of other processes (a process never holds two
+//! copies of one task), previous standby owners first.
+//!
+//! Kafka 4.4's assignor makes no warm-up tasks (its `AssignmentRefiner.refine` returns the
+//! assignment unchanged) and places standbys without regard to racks or client tags (its
+//! `StickyTaskAssignor` never reads `rack.aware.assignment.tags`, rack ids or client tags);
+//! so neither does this one.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -31,8 +37,9 @@ pub fn all_tasks(tasks: &BTreeMap<String, i32>) -> Vec<TaskId> {
     tasks.iter().flat_map(|(s, n)| (0..*n).map(move |p| (s.clone(), p))).collect()
 }
 
-/// Computes the target assignment of `members` over `tasks`, with `standbys` replicas.
-pub fn assign(members: &[MemberSpec<'_>], tasks: &[TaskId], standbys: usize) -> BTreeMap<String, Assigned> {
+/// Computes the target assignment of `members` over `tasks`, with `standbys` replicas of
+/// the tasks of the `stateful` subtopologies.
+pub fn assign(members: &[MemberSpec<'_>], tasks: &[TaskId], stateful: &BTreeSet<&str>, standbys: usize) -> BTreeMap<String, Assigned> {
     let mut out: BTreeMap<String, Assigned> = members.iter().map(|m| (m.id.to_string(), Assigned::default())).collect();
     if members.is_empty() {
         return out;
@@ -70,7 +77,8 @@ pub fn assign(members: &[MemberSpec<'_>], tasks: &[TaskId], standbys: usize) -> 
         out.get_mut(m.id).expect("member").active.insert(t.clone());
     }
     if standbys > 0 {
-        assign_standbys(members, tasks, standbys, &mut out);
+        let with_state: Vec<TaskId> = tasks.iter().filter(|t| stateful.contains(t.0.as_str())).cloned().collect();
+        assign_standbys(members, &with_state, standbys, &mut out);
     }
     out
 }
@@ -111,7 +119,7 @@ mod tests {
         let specs: Vec<MemberSpec> =
             ids.iter().map(|id| MemberSpec { id, process_id: id, prev_active: &none, prev_standby: &none }).collect();
         let all = tasks("0", 6);
-        let first = assign(&specs, &all, 0);
+        let first = assign(&specs, &all, &BTreeSet::new(), 0);
         assert_eq!(first["a"].active.len(), 3);
         assert_eq!(first["b"].active.len(), 3);
         // A third member joins: each old member keeps two of its own tasks.
@@ -120,7 +128,7 @@ mod tests {
             MemberSpec { id: "b", process_id: "b", prev_active: &first["b"].active, prev_standby: &none },
             MemberSpec { id: "c", process_id: "c", prev_active: &none, prev_standby: &none },
         ];
-        let second = assign(&specs3, &all, 0);
+        let second = assign(&specs3, &all, &BTreeSet::new(), 0);
         for id in ["a", "b", "c"] {
             assert_eq!(second[id].active.len(), 2, "{id}: {second:?}");
         }
@@ -137,7 +145,7 @@ mod tests {
             MemberSpec { id: "b", process_id: "p2", prev_active: &none, prev_standby: &none },
             MemberSpec { id: "c", process_id: "p3", prev_active: &none, prev_standby: &none },
         ];
-        let out = assign(&specs, &tasks("0", 5), 0);
+        let out = assign(&specs, &tasks("0", 5), &BTreeSet::new(), 0);
         let sizes: Vec<usize> = out.values().map(|a| a.active.len()).collect();
         assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1, "{sizes:?}");
         assert_eq!(sizes.iter().sum::<usize>(), 5);
@@ -151,7 +159,8 @@ mod tests {
             MemberSpec { id: "a2", process_id: "p1", prev_active: &none, prev_standby: &none },
             MemberSpec { id: "b1", process_id: "p2", prev_active: &none, prev_standby: &none },
         ];
-        let out = assign(&specs, &tasks("0", 3), 1);
+        let stateful = BTreeSet::from(["0"]);
+        let out = assign(&specs, &tasks("0", 3), &stateful, 1);
         let process = |id: &str| if id.starts_with('a') { "p1" } else { "p2" };
         for t in tasks("0", 3) {
             let active: Vec<&String> = out.iter().filter(|(_, a)| a.active.contains(&t)).map(|(k, _)| k).collect();
@@ -162,7 +171,21 @@ mod tests {
         }
         // With one process there is nowhere to put a standby.
         let one = &specs[..2];
-        let out = assign(one, &tasks("0", 2), 1);
+        let out = assign(one, &tasks("0", 2), &stateful, 1);
         assert!(out.values().all(|a| a.standby.is_empty()));
+    }
+
+    #[test]
+    fn stateless_tasks_get_no_standbys() {
+        let none = BTreeSet::new();
+        let specs = vec![
+            MemberSpec { id: "a", process_id: "p1", prev_active: &none, prev_standby: &none },
+            MemberSpec { id: "b", process_id: "p2", prev_active: &none, prev_standby: &none },
+        ];
+        let mut all = tasks("0", 2);
+        all.extend(tasks("1", 2));
+        let out = assign(&specs, &all, &BTreeSet::from(["1"]), 1);
+        let standby: BTreeSet<TaskId> = out.values().flat_map(|a| a.standby.iter().cloned()).collect();
+        assert_eq!(standby, tasks("1", 2).into_iter().collect());
     }
 }

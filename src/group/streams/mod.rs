@@ -4,6 +4,7 @@
 //! metadata come in as arguments; the internal topics to create go out in the reply.
 
 pub mod assignor;
+pub mod pacing;
 pub mod topology;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -13,7 +14,11 @@ use serde::{Deserialize, Serialize};
 use super::modern;
 use crate::error::{Error, Result};
 use assignor::{MemberSpec, TaskId};
-use topology::{Configured, TopicInfo, Topology, STATUS_SHUTDOWN_APPLICATION, STATUS_STALE_TOPOLOGY};
+use pacing::Pacing;
+use topology::{
+    Configured, TopicInfo, Topology, STATUS_ASSIGNMENT_DELAYED, STATUS_MISSING_CLIENT_TAGS, STATUS_SHUTDOWN_APPLICATION,
+    STATUS_STALE_TOPOLOGY,
+};
 
 /// Epoch a member sends to leave; static members send -2 to leave for a while.
 pub const LEAVE_EPOCH: i32 = -1;
@@ -31,6 +36,24 @@ pub struct StreamsConfig {
     pub max_size: usize,
     pub task_offset_interval_ms: i32,
     pub acceptable_recovery_lag: i64,
+    /// No assignment for this long after a member joins an empty group.
+    pub initial_rebalance_delay_ms: i32,
+    /// The least time between two target assignments.
+    pub assignment_interval_ms: i32,
+    /// Client tags members must report (Kafka 4.4 checks them; its assignor does not use them).
+    pub rack_aware_assignment_tags: Vec<String>,
+}
+
+impl StreamsConfig {
+    /// Kafka's `streamsGroupAssignmentConfigs`: the settings whose change calls for a new
+    /// target assignment.
+    fn assignment_configs(&self) -> BTreeMap<String, String> {
+        let mut m = BTreeMap::from([("num.standby.replicas".to_string(), self.num_standby_replicas.to_string())]);
+        if !self.rack_aware_assignment_tags.is_empty() {
+            m.insert("rack.aware.assignment.tags".into(), self.rack_aware_assignment_tags.join(","));
+        }
+        m
+    }
 }
 
 impl Default for StreamsConfig {
@@ -42,6 +65,9 @@ impl Default for StreamsConfig {
             max_size: i32::MAX as usize,
             task_offset_interval_ms: 60_000,
             acceptable_recovery_lag: 10_000,
+            initial_rebalance_delay_ms: 3_000,
+            assignment_interval_ms: 1_000,
+            rack_aware_assignment_tags: vec![],
         }
     }
 }
@@ -126,6 +152,8 @@ pub struct Heartbeat {
     pub shutdown_application: bool,
     pub client_id: String,
     pub client_host: String,
+    /// The request's version (some checks apply from v1 on).
+    pub version: i16,
 }
 
 /// The partitions one member's endpoint serves, for interactive queries.
@@ -166,6 +194,12 @@ pub struct StreamsGroup {
     pub configured_tasks: Option<BTreeMap<String, i32>>,
     pub endpoint_epoch: i32,
     pub shutdown_requested: bool,
+    /// When the next target assignment may be computed.
+    #[serde(default)]
+    pub pacing: Pacing,
+    /// The assignment configs at the last group epoch bump (Kafka's `lastAssignmentConfigs`).
+    #[serde(default)]
+    assignment_configs: BTreeMap<String, String>,
     #[serde(skip)]
     pub dirty: bool,
 }
@@ -220,6 +254,8 @@ impl StreamsGroup {
             configured_tasks: None,
             endpoint_epoch: 0,
             shutdown_requested: false,
+            pacing: Pacing::default(),
+            assignment_configs: BTreeMap::new(),
             dirty: false,
         }
     }
@@ -248,22 +284,31 @@ impl StreamsGroup {
         }
     }
 
-    /// Configures the topology, bumps the group epoch when membership or the topics
-    /// changed, and recomputes the target assignment for a new epoch.
-    fn maybe_assign(&mut self, topics: &TopicCounts, changed: bool, cfg: &StreamsConfig) -> Result<Configured> {
+    /// Configures the topology, bumps the group epoch when membership, the topics or the
+    /// assignment configs changed, and recomputes the target assignment for a new epoch
+    /// unless [`Pacing`] holds it back (then the status says so).
+    fn maybe_assign(&mut self, topics: &TopicCounts, changed: bool, cfg: &StreamsConfig, now: i64) -> Result<Configured> {
         let Some(topology) = &self.topology else { return Ok(Configured::default()) };
-        let configured = topology.configure(topics)?;
+        let mut configured = topology.configure(topics)?;
         let counts: TopicCounts = topology.topic_names().into_iter().filter_map(|t| topics.get(&t).map(|n| (t, *n))).collect();
-        if changed || counts != self.partition_counts || configured.tasks != self.configured_tasks {
+        let configs = cfg.assignment_configs();
+        if changed || counts != self.partition_counts || configured.tasks != self.configured_tasks || configs != self.assignment_configs {
             self.partition_counts = counts;
             self.configured_tasks = configured.tasks.clone();
+            self.assignment_configs = configs;
             self.epoch += 1;
             self.dirty = true;
         }
         if self.epoch == self.assignment_epoch {
             return Ok(configured);
         }
+        if let Some(why) = self.pacing.delayed(cfg.assignment_interval_ms, now) {
+            configured.status.push((STATUS_ASSIGNMENT_DELAYED, why.to_string()));
+            return Ok(configured);
+        }
         let all = self.configured_tasks.as_ref().map(assignor::all_tasks).unwrap_or_default();
+        let stateful: BTreeSet<&str> =
+            topology.subtopologies.iter().filter(|s| !s.state_changelog_topics.is_empty()).map(|s| s.id.as_str()).collect();
         let empty = Tasks::default();
         let specs: Vec<MemberSpec> = self
             .members
@@ -274,14 +319,27 @@ impl StreamsGroup {
             })
             .collect();
         let standbys = cfg.num_standby_replicas.max(0) as usize;
-        self.target = assignor::assign(&specs, &all, standbys)
+        self.target = assignor::assign(&specs, &all, &stateful, standbys)
             .into_iter()
             .map(|(id, a)| (id, Tasks { active: a.active, standby: a.standby, warmup: BTreeSet::new() }))
             .collect();
         self.assignment_epoch = self.epoch;
+        self.pacing.assigned(now);
         self.endpoint_epoch += 1;
         self.dirty = true;
         Ok(configured)
+    }
+
+    /// The epoch members reconcile to. While the initial rebalance delay runs a member gets
+    /// at least epoch 1 with no tasks, as from Kafka 4.4: the Kafka Streams client sends the
+    /// join fields (topology, rebalance timeout) only while it has epoch 0, so leaving it
+    /// there would make its next heartbeat an invalid join. When the delay ends, a member
+    /// already at the new assignment's epoch still moves to its tasks (see [`Self::reconcile`]).
+    fn target_epoch(&self) -> i32 {
+        match self.pacing.initial_delay_until {
+            Some(_) => self.assignment_epoch.max(1),
+            None => self.assignment_epoch,
+        }
     }
 
     /// Is task `t` of kind `kind` held by a member other than `me` so that `me` must wait?
@@ -310,7 +368,7 @@ impl StreamsGroup {
             let m = self.members.get_mut(id).expect("member");
             m.pending_revocation = Tasks::default();
             m.revocation_deadline = None;
-        } else if state == MemberState::Stable && epoch == self.assignment_epoch {
+        } else if state == MemberState::Stable && epoch == self.target_epoch() && assigned == target {
             return;
         }
         let revoke = assigned.zip(&target, |a, t| a.difference(t).cloned().collect());
@@ -329,7 +387,7 @@ impl StreamsGroup {
         };
         let got = Tasks { active: free(&newly.active, true), standby: free(&newly.standby, false), warmup: free(&newly.warmup, false) };
         let complete = got == newly;
-        let assignment_epoch = self.assignment_epoch;
+        let assignment_epoch = self.target_epoch();
         let m = self.members.get_mut(id).expect("member");
         if m.epoch != assignment_epoch {
             m.previous_epoch = m.epoch;
@@ -347,6 +405,7 @@ impl StreamsGroup {
             return self.leave(&hb, topics, cfg, now);
         }
         let mut changed = false;
+        let was_empty = self.members.is_empty();
         if hb.epoch == 0 {
             changed |= self.join(&hb, cfg, now)?;
         } else {
@@ -367,8 +426,11 @@ impl StreamsGroup {
             self.shutdown_requested = true;
             self.dirty = true;
         }
+        if was_empty {
+            self.pacing.member_joined_empty_group(cfg.initial_rebalance_delay_ms, now);
+        }
         let before = self.members[&hb.member_id].assigned.clone();
-        let configured = self.maybe_assign(topics, changed, cfg)?;
+        let configured = self.maybe_assign(topics, changed, cfg, now)?;
         self.reconcile(&hb.member_id, hb.owned.as_ref(), now);
         let m = &self.members[&hb.member_id];
         let mut status = configured.status;
@@ -383,6 +445,17 @@ impl StreamsGroup {
             status.push((
                 STATUS_SHUTDOWN_APPLICATION,
                 "A KafkaStreams instance encountered a fatal error and requested a shutdown for the entire application.".into(),
+            ));
+        }
+        let missing: Vec<&str> =
+            cfg.rack_aware_assignment_tags.iter().filter(|t| !m.client_tags.contains_key(*t)).map(String::as_str).collect();
+        if hb.version >= 1 && !missing.is_empty() {
+            status.push((
+                STATUS_MISSING_CLIENT_TAGS,
+                format!(
+                    "Missing required client tags for rack-aware standby assignment: [{}]. Configure them via 'client.tag.<tagKey>' in your Streams config.",
+                    missing.join(", ")
+                ),
             ));
         }
         let full = hb.epoch == 0 || hb.owned.is_some() && hb.process_id.is_some();
@@ -508,7 +581,7 @@ impl StreamsGroup {
         } else {
             tracing::info!(group = %self.id, member = %hb.member_id, "member left the streams group");
             self.remove_member(&hb.member_id);
-            self.maybe_assign(topics, true, cfg)?;
+            self.maybe_assign(topics, true, cfg, now)?;
         }
         Ok(HeartbeatReply {
             member_id: hb.member_id.clone(),
@@ -550,8 +623,14 @@ impl StreamsGroup {
             .collect()
     }
 
-    /// Session and revocation timeouts.
+    /// Session and revocation timeouts, and the end of the initial rebalance delay (Kafka's
+    /// delayed target assignment: computed then, for an epoch bumped during the delay).
     pub fn tick(&mut self, topics: &TopicCounts, cfg: &StreamsConfig, now: i64) {
+        if self.pacing.initial_delay_expired(now) && !self.members.is_empty() {
+            if let Err(e) = self.maybe_assign(topics, false, cfg, now) {
+                tracing::warn!(group = %self.id, error = %e, "streams assignment failed");
+            }
+        }
         let expired: Vec<String> = self
             .members
             .values()
@@ -563,7 +642,7 @@ impl StreamsGroup {
             self.remove_member(id);
         }
         if !expired.is_empty() {
-            if let Err(e) = self.maybe_assign(topics, true, cfg) {
+            if let Err(e) = self.maybe_assign(topics, true, cfg, now) {
                 tracing::warn!(group = %self.id, error = %e, "streams assignment failed");
             }
         }

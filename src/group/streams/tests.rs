@@ -23,6 +23,12 @@ fn word_count(epoch: i32) -> Topology {
     }
 }
 
+/// Kafka's defaults without the initial rebalance delay and the assignment interval, so
+/// that each step assigns at once.
+fn cfg() -> StreamsConfig {
+    StreamsConfig { initial_rebalance_delay_ms: 0, assignment_interval_ms: 0, ..Default::default() }
+}
+
 fn join(id: &str, process: &str) -> Heartbeat {
     Heartbeat {
         member_id: id.into(),
@@ -50,7 +56,7 @@ fn topics(with_internal: bool) -> TopicCounts {
 
 #[test]
 fn internal_topics_are_derived_then_tasks_assigned() {
-    let cfg = StreamsConfig::default();
+    let cfg = cfg();
     let mut g = StreamsGroup::new("g");
     let r = g.heartbeat(join("a", "p1"), &topics(false), &cfg, 0).unwrap();
     let mut created: Vec<(String, i32)> = r.to_create.iter().map(|t| (t.name.clone(), t.partitions)).collect();
@@ -68,14 +74,14 @@ fn internal_topics_are_derived_then_tasks_assigned() {
 #[test]
 fn missing_source_topics_is_a_status() {
     let mut g = StreamsGroup::new("g");
-    let r = g.heartbeat(join("a", "p1"), &TopicCounts::new(), &StreamsConfig::default(), 0).unwrap();
+    let r = g.heartbeat(join("a", "p1"), &TopicCounts::new(), &cfg(), 0).unwrap();
     assert_eq!(r.status[0].0, STATUS_MISSING_SOURCE_TOPICS);
     assert!(r.to_create.is_empty());
 }
 
 #[test]
 fn tasks_move_only_after_release() {
-    let cfg = StreamsConfig::default();
+    let cfg = cfg();
     let t = topics(true);
     let mut g = StreamsGroup::new("g");
     let a = g.heartbeat(join("a", "p1"), &t, &cfg, 0).unwrap();
@@ -103,7 +109,7 @@ fn tasks_move_only_after_release() {
 
 #[test]
 fn wrong_epochs_and_unknown_members_are_refused() {
-    let cfg = StreamsConfig::default();
+    let cfg = cfg();
     let t = topics(true);
     let mut g = StreamsGroup::new("g");
     let a = g.heartbeat(join("a", "p1"), &t, &cfg, 0).unwrap();
@@ -117,7 +123,7 @@ fn wrong_epochs_and_unknown_members_are_refused() {
 
 #[test]
 fn bad_topologies_are_refused() {
-    let cfg = StreamsConfig::default();
+    let cfg = cfg();
     let mut g = StreamsGroup::new("g");
     let mut hb = join("a", "p1");
     hb.topology.as_mut().unwrap().subtopologies[1].state_changelog_topics[0].partitions = 3;
@@ -132,7 +138,7 @@ fn bad_topologies_are_refused() {
 
 #[test]
 fn topology_updates_with_members_are_refused() {
-    let cfg = StreamsConfig::default();
+    let cfg = cfg();
     let t = topics(true);
     let mut g = StreamsGroup::new("g");
     g.heartbeat(join("a", "p1"), &t, &cfg, 0).unwrap();
@@ -147,7 +153,7 @@ fn topology_updates_with_members_are_refused() {
 
 #[test]
 fn leaving_and_expiry_rebalance() {
-    let cfg = StreamsConfig::default();
+    let cfg = cfg();
     let t = topics(true);
     let mut g = StreamsGroup::new("g");
     let a = g.heartbeat(join("a", "p1"), &t, &cfg, 0).unwrap();
@@ -163,13 +169,14 @@ fn leaving_and_expiry_rebalance() {
 
 #[test]
 fn standby_replicas_follow_the_config() {
-    let cfg = StreamsConfig { num_standby_replicas: 1, ..Default::default() };
+    let cfg = StreamsConfig { num_standby_replicas: 1, ..cfg() };
     let t = topics(true);
     let mut g = StreamsGroup::new("g");
     g.heartbeat(join("a", "p1"), &t, &cfg, 0).unwrap();
     g.heartbeat(join("b", "p2"), &t, &cfg, 0).unwrap();
-    let standby: usize = g.target.values().map(|x| x.standby.len()).sum();
-    assert_eq!(standby, 8);
+    // Only subtopology 1 keeps state: its four tasks get a standby, subtopology 0's none.
+    let standby: BTreeSet<TaskId> = g.target.values().flat_map(|x| x.standby.iter().cloned()).collect();
+    assert_eq!(standby, (0..4).map(|p| ("1".to_string(), p)).collect());
     for x in g.target.values() {
         assert!(x.active.is_disjoint(&x.standby));
     }
@@ -190,4 +197,116 @@ fn copartitioned_sources_must_agree() {
     assert_eq!(c.status[0].0, STATUS_INCORRECTLY_PARTITIONED_TOPICS);
     let c = topo.configure(&[("l".to_string(), 3), ("r".to_string(), 3)].into()).unwrap();
     assert_eq!(c.tasks.unwrap()["0"], 3);
+}
+
+fn delayed(r: &HeartbeatReply) -> bool {
+    r.status.iter().any(|s| s.0 == STATUS_ASSIGNMENT_DELAYED)
+}
+
+#[test]
+fn initial_delay_holds_the_first_assignment_until_the_timer_fires() {
+    let cfg = StreamsConfig { initial_rebalance_delay_ms: 3000, ..cfg() };
+    let t = topics(true);
+    let mut g = StreamsGroup::new("g");
+    let a = g.heartbeat(join("a", "p1"), &t, &cfg, 1000).unwrap();
+    assert!(delayed(&a), "{a:?}");
+    assert!(a.tasks.unwrap().is_empty());
+    // Epoch 1 without tasks, not 0 (which the client would answer with an invalid join).
+    assert_eq!(a.epoch, 1);
+    // b joins a group that is no longer empty: the delay is not extended.
+    let b = g.heartbeat(join("b", "p2"), &t, &cfg, 2000).unwrap();
+    assert!(delayed(&b));
+    assert_eq!(g.assignment_epoch, 0);
+    g.tick(&t, &cfg, 3999);
+    assert_eq!(g.assignment_epoch, 0);
+    // The timer fires: one assignment for both members, none moved twice.
+    g.tick(&t, &cfg, 4000);
+    assert_eq!(g.assignment_epoch, g.epoch);
+    assert_eq!(g.target["a"].active.len(), 4);
+    assert_eq!(g.target["b"].active.len(), 4);
+    let a2 = g.heartbeat(beat("a", 1, &Tasks::default()), &t, &cfg, 4001).unwrap();
+    assert!(!delayed(&a2));
+    assert_eq!(a2.epoch, g.epoch);
+    assert_eq!(a2.tasks.unwrap().active, g.target["a"].active);
+}
+
+#[test]
+fn initial_delay_ends_at_a_heartbeat_too_and_returns_when_the_group_empties() {
+    let cfg = StreamsConfig { initial_rebalance_delay_ms: 3000, ..cfg() };
+    let t = topics(true);
+    let mut g = StreamsGroup::new("g");
+    assert!(delayed(&g.heartbeat(join("a", "p1"), &t, &cfg, 0).unwrap()));
+    // No tick in between: the first heartbeat past the deadline assigns.
+    let a = g.heartbeat(beat("a", 1, &Tasks::default()), &t, &cfg, 3000).unwrap();
+    assert!(!delayed(&a));
+    assert_eq!(a.tasks.unwrap().active.len(), 8);
+    g.heartbeat(beat("a", LEAVE_EPOCH, &Tasks::default()), &t, &cfg, 4000).unwrap();
+    // A member joining the empty group waits again, as in Kafka 4.4.
+    let b = g.heartbeat(join("b", "p2"), &t, &cfg, 5000).unwrap();
+    assert!(delayed(&b));
+    assert!(b.tasks.unwrap().is_empty());
+    g.tick(&t, &cfg, 8000);
+    assert_eq!(g.target["b"].active.len(), 8);
+}
+
+#[test]
+fn assignment_interval_spaces_assignments() {
+    let cfg = StreamsConfig { assignment_interval_ms: 1000, ..cfg() };
+    let t = topics(true);
+    let mut g = StreamsGroup::new("g");
+    let a = g.heartbeat(join("a", "p1"), &t, &cfg, 10).unwrap();
+    assert_eq!(a.tasks.clone().unwrap().active.len(), 8);
+    // b joins within the interval: the old target stands, with the status.
+    let b = g.heartbeat(join("b", "p2"), &t, &cfg, 500).unwrap();
+    assert!(delayed(&b), "{b:?}");
+    assert!(g.epoch > g.assignment_epoch);
+    assert!(!g.target.contains_key("b"));
+    // The next heartbeat after the interval computes it.
+    let b2 = g.heartbeat(beat("b", b.epoch, &Tasks::default()), &t, &cfg, 1010).unwrap();
+    assert!(!delayed(&b2));
+    assert_eq!(g.assignment_epoch, g.epoch);
+    assert_eq!(g.target["b"].active.len(), 4);
+}
+
+#[test]
+fn a_changed_standby_config_bumps_the_epoch_and_no_warmups_are_assigned() {
+    let t = topics(true);
+    let mut g = StreamsGroup::new("g");
+    let a = g.heartbeat(join("a", "p1"), &t, &cfg(), 0).unwrap();
+    let b = g.heartbeat(join("b", "p2"), &t, &cfg(), 0).unwrap();
+    let before = g.epoch;
+    assert!(g.target.values().all(|x| x.standby.is_empty()));
+    // The group config streams.num.standby.replicas=1 arrives: the next heartbeat rebalances.
+    let one = StreamsConfig { num_standby_replicas: 1, ..cfg() };
+    g.heartbeat(beat("a", a.epoch, &g.members["a"].assigned.clone()), &t, &one, 1).unwrap();
+    assert_eq!(g.epoch, before + 1);
+    assert_eq!(g.assignment_epoch, g.epoch);
+    let standby: usize = g.target.values().map(|x| x.standby.len()).sum();
+    assert_eq!(standby, 4);
+    // Unchanged configs: no further bump.
+    g.heartbeat(beat("b", b.epoch, &g.members["b"].assigned.clone()), &t, &one, 2).unwrap();
+    assert_eq!(g.epoch, before + 1);
+    // Kafka 4.4 assigns no warm-up tasks (AssignmentRefiner.refine is the identity).
+    assert!(g.target.values().all(|x| x.warmup.is_empty()));
+}
+
+#[test]
+fn missing_client_tags_are_a_status_from_v1() {
+    let cfg = StreamsConfig { rack_aware_assignment_tags: vec!["zone".into(), "rack".into()], ..cfg() };
+    let t = topics(true);
+    let mut g = StreamsGroup::new("g");
+    let mut hb = join("a", "p1");
+    hb.client_tags = Some([("zone".to_string(), "z1".to_string())].into());
+    hb.version = 1;
+    let r = g.heartbeat(hb.clone(), &t, &cfg, 0).unwrap();
+    let s = r.status.iter().find(|s| s.0 == STATUS_MISSING_CLIENT_TAGS).expect("status");
+    assert!(s.1.contains("[rack]"), "{s:?}");
+    // The tags are only checked from v1 on, and a member that has them all passes.
+    let mut hb0 = join("b", "p2");
+    hb0.version = 0;
+    assert!(g.heartbeat(hb0, &t, &cfg, 1).unwrap().status.iter().all(|s| s.0 != STATUS_MISSING_CLIENT_TAGS));
+    let mut full = join("c", "p3");
+    full.version = 1;
+    full.client_tags = Some([("zone".to_string(), "z1".to_string()), ("rack".to_string(), "r1".to_string())].into());
+    assert!(g.heartbeat(full, &t, &cfg, 2).unwrap().status.iter().all(|s| s.0 != STATUS_MISSING_CLIENT_TAGS));
 }

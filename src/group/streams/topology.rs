@@ -16,6 +16,8 @@ pub const STATUS_MISSING_SOURCE_TOPICS: i8 = 1;
 pub const STATUS_INCORRECTLY_PARTITIONED_TOPICS: i8 = 2;
 pub const STATUS_MISSING_INTERNAL_TOPICS: i8 = 3;
 pub const STATUS_SHUTDOWN_APPLICATION: i8 = 4;
+pub const STATUS_ASSIGNMENT_DELAYED: i8 = 5;
+pub const STATUS_MISSING_CLIENT_TAGS: i8 = 6;
 
 /// An internal topic as the client describes it; `partitions` 0 means "derive it".
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
