@@ -10,8 +10,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use protobuf::Message as _;
-use raft::eraftpb::{ConfChangeSingle, ConfChangeType, ConfChangeV2, EntryType, Message};
-use raft::{RawNode, StateRole};
+use raft::eraftpb::{ConfChangeSingle, ConfChangeType, ConfChangeV2, EntryType, Message, MessageType};
+use raft::{RawNode, SnapshotStatus, StateRole};
 
 use super::raft_store::RaftStore;
 use crate::journal::Journal;
@@ -292,6 +292,13 @@ impl QuorumNode {
         self.maybe_snapshot()?;
         if self.store.take_snapshot_wanted() {
             self.snapshot_now()?;
+        }
+        // raft-rs holds a follower it sent a snapshot to until told how the send went; a
+        // snapshot lost on the way (a dropped link, a fault) would leave that follower stuck
+        // until the next election. Reported as handed over, the follower is probed again and
+        // sent a fresh snapshot if it still lacks the compacted entries.
+        for m in out.messages.iter().filter(|m| m.get_msg_type() == MessageType::MsgSnapshot) {
+            self.raw.report_snapshot(m.to, SnapshotStatus::Finish);
         }
         Ok(out)
     }

@@ -27,6 +27,8 @@ struct Sim {
     drop_percent: u64,
     /// Nodes cut off from everyone.
     isolated: Vec<u64>,
+    /// Snapshot messages still to be lost on their way to a node, by node.
+    lose_snapshots_to: HashMap<u64, usize>,
     /// Every leader seen, by term: two in one term would break Raft's election safety.
     leaders: HashMap<u64, u64>,
 }
@@ -44,7 +46,7 @@ impl Sim {
         for (i, id) in ids.iter().enumerate() {
             nodes.insert(*id, QuorumNode::open(dirs[i].path(), *id, voters, TIMING).unwrap());
         }
-        Sim { dirs, ids, bootstrap: voters.to_vec(), nodes, in_flight: Vec::new(), rng: Rng(seed | 1), drop_percent: 5, isolated: Vec::new(), leaders: HashMap::new() }
+        Sim { dirs, ids, bootstrap: voters.to_vec(), nodes, in_flight: Vec::new(), rng: Rng(seed | 1), drop_percent: 5, isolated: Vec::new(), lose_snapshots_to: HashMap::new(), leaders: HashMap::new() }
     }
 
     fn crash(&mut self, id: u64) {
@@ -71,6 +73,12 @@ impl Sim {
         for m in msgs {
             if self.rng.chance(self.drop_percent) || self.isolated.contains(&m.to) || self.isolated.contains(&m.from) {
                 continue;
+            }
+            if m.get_msg_type() == raft::eraftpb::MessageType::MsgSnapshot {
+                if let Some(left @ 1..) = self.lose_snapshots_to.get_mut(&m.to) {
+                    *left -= 1;
+                    continue;
+                }
             }
             if self.rng.chance(10) {
                 self.in_flight.push(m);
@@ -230,6 +238,28 @@ fn a_lagging_node_is_brought_up_by_snapshot() {
     sim.crash(lagging);
     sim.restart(lagging);
     assert_eq!(sim.converge(), img);
+}
+
+#[test]
+fn a_follower_whose_snapshot_was_lost_gets_another() {
+    let mut sim = Sim::new(3, 41);
+    let leader = sim.run_until_leader();
+    let lagging = if leader == 3 { 2 } else { 3 };
+    sim.crash(lagging);
+    for i in 0..20 {
+        sim.propose(topic(i));
+        sim.run(2);
+    }
+    sim.converge();
+    for n in sim.nodes.values_mut() {
+        n.snapshot_now().unwrap();
+    }
+    sim.lose_snapshots_to.insert(lagging, 1);
+    sim.restart(lagging);
+    // With no election to reset it, the leader must send the snapshot again by itself.
+    let img = sim.converge();
+    assert_eq!(sim.lose_snapshots_to[&lagging], 0, "the first snapshot was sent and lost");
+    assert!(img.topics.contains_key("t19"));
 }
 
 #[test]
