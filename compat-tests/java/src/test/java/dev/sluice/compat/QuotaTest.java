@@ -43,10 +43,15 @@ import org.junit.jupiter.api.Timeout;
  * (defaults, removal, Kafka's INVALID_REQUEST), a producer and a consumer held to their
  * producer_byte_rate and consumer_byte_rate (their throttle-time metrics show the broker's
  * throttle, each one's rate is the quota to within 10 %, no record is lost), and Admin held to
- * a controller_mutation_rate (KIP-599). One broker for the class, with quota.window.num=4:
- * as in Kafka, a client that goes as fast as it can gets a burst of (windows - 1) windows'
- * worth at first and smaller ones as old windows expire; measured from SKIP_MS on, for
- * MEASURE_MS (a multiple of that cycle), its rate is the quota.
+ * a controller_mutation_rate (KIP-599).
+ * One broker for the class, with quota.window.num=4. As in Kafka, a client that goes as fast
+ * as it can gets a burst of (windows - 1) windows' worth at first; after that, a client fast
+ * enough to take a window's credit at once (a warm JVM consumer) reads in bursts, one per
+ * quota.window.num windows (when the sample holding a burst expires, its credit comes back
+ * whole), and waits in between, for a few cycles; a slower one is paced evenly. So the rate is
+ * measured from SKIP_MS on for MEASURE_MS, a whole number of those cycles: over any such
+ * span it is the quota whatever the phase, while a 5 s span caught one or two 4 s bursts
+ * (0.5x to 1.54x).
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 class QuotaTest {
@@ -55,7 +60,8 @@ class QuotaTest {
     private static final int VALUE_BYTES = 1000;
     /** The first windows let a burst through; the rate is measured after them, for this long. */
     private static final long SKIP_MS = 4_000;
-    private static final long MEASURE_MS = 5_000;
+    /** Two cycles of quota.window.num (4) one-second windows. */
+    private static final long MEASURE_MS = 8_000;
 
     private static SluiceBroker broker;
     private static Admin admin;
@@ -159,9 +165,6 @@ class QuotaTest {
     }
 
     @Test
-    @org.junit.jupiter.api.Disabled("Open defect (issue 19): in the whole Java suite of a clean-clone CI run this consumer read at "
-            + "768 000 B/s against its 500 000 quota, twice; run alone it measures 0.95-0.97. Not found yet. The librdkafka "
-            + "consumer's rate test (test_quotas.py) holds the 10 % bar meanwhile.")
     void consumerIsThrottledToItsByteRate() throws Exception {
         String topic = "quota-fetch";
         String client = "java-quota-consumer";
