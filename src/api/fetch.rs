@@ -495,7 +495,9 @@ fn encode_frame(version: i16, correlation_id: i32, result: Result<Answer, i16>, 
 /// Serves a Fetch, returning the frame as bytes and file ranges.
 pub async fn handle_frame(ctx: &Ctx<'_>, mut req: FetchRequest, correlation_id: i32) -> Vec<Chunk> {
     // A consumer's (not a follower's) fetch counts against its consumer_byte_rate quota.
-    let quota = if replica_of(ctx.version, &req) < 0 { ctx.quota(ThrottleKind::Fetch) } else { None };
+    // A follower's fetch is exempt from both, as in Kafka.
+    let consumer = replica_of(ctx.version, &req) < 0;
+    let quota = if consumer { ctx.quota(ThrottleKind::Fetch) } else { None };
     if let Some(gov) = &quota {
         // As Kafka (`getMaxValueInQuotaWindow`): no response bigger than the quota allows
         // over all windows but the current one, else it could never fit and would be
@@ -504,21 +506,22 @@ pub async fn handle_frame(ctx: &Ctx<'_>, mut req: FetchRequest, correlation_id: 
         let window_bytes = gov.bound * (s.quota_window_num.saturating_sub(1).max(1) as f64) * (s.quota_window_size_ms as f64 / 1000.0);
         req.max_bytes = req.max_bytes.min(window_bytes.clamp(1.0, i32::MAX as f64) as i32);
     }
-    let result = collect(ctx, &req).await;
-    let Some(gov) = quota else {
-        count(&result);
-        return encode_frame(ctx.version, correlation_id, result, 0);
-    };
+    let (result, handle_ns) = super::request_quota::timed(collect(ctx, &req)).await;
+    let request_ms = if consumer { ctx.record_request_time(ApiKey::Fetch, handle_ns) } else { 0 };
     let result = match result {
         Ok(answer) => {
             // The record bytes: what the response's size is, to within its headers.
             let size: usize = answer.topics.iter().flat_map(|t| &t.parts).map(|p| p.slice.as_ref().map_or(0, |s| s.len)).sum();
-            if ctx.record_quota(ThrottleKind::Fetch, &gov, size) == 0 {
+            let bytes_ms = quota.as_ref().map_or(0, |gov| ctx.record_quota(ThrottleKind::Fetch, gov, size));
+            if bytes_ms == 0 && request_ms == 0 {
                 Ok(answer)
             } else {
-                // Over the quota: Kafka answers at once without records (taking their bytes
-                // back off the rate), and the client waits out the throttle before fetching.
-                ctx.broker.unrecord_quota(ThrottleKind::Fetch, &gov, size);
+                // Over either quota: Kafka answers at once without records (taking their
+                // bytes back off the byte rate), and the client waits out the throttle
+                // before fetching again.
+                if let Some(gov) = &quota {
+                    ctx.broker.unrecord_quota(ThrottleKind::Fetch, gov, size);
+                }
                 Ok(Answer { session_id: answer.session_id, topics: Vec::new() })
             }
         }

@@ -24,6 +24,8 @@ mod quorum;
 mod quotas;
 mod raft_voters;
 mod reassign;
+mod request_quota;
+pub use request_quota::{timed, SentTime};
 mod response_errors;
 mod sasl;
 mod scram;
@@ -138,6 +140,8 @@ pub struct Ctx<'a> {
     pub client_software: Option<(Arc<str>, Arc<str>)>,
     /// How long the client is to be throttled for this request (client quotas), in ms.
     throttle_ms: std::sync::atomic::AtomicI32,
+    /// The request quota the handling time was recorded against, if one governs the client.
+    request_quota: std::sync::OnceLock<crate::quota::resolve::Governing>,
 }
 
 impl<'a> Ctx<'a> {
@@ -162,6 +166,7 @@ impl<'a> Ctx<'a> {
             token_authenticated: session.token_authenticated,
             client_software: session.client_software.clone(),
             throttle_ms: std::sync::atomic::AtomicI32::new(0),
+            request_quota: std::sync::OnceLock::new(),
         }
     }
 
@@ -185,7 +190,7 @@ impl<'a> Ctx<'a> {
             ApiKey::Fetch => self.version >= 8,
             _ => true,
         };
-        Reply { frame, throttle_ms, delay_response: throttle_ms > 0 && !kip219 }
+        Reply { frame, throttle_ms, delay_response: throttle_ms > 0 && !kip219, request_quota: self.request_quota() }
     }
 }
 
@@ -197,12 +202,14 @@ pub struct Reply {
     pub throttle_ms: i32,
     /// The response itself waits out the throttle (clients that predate KIP-219).
     pub delay_response: bool,
+    /// The client's request quota, which the time spent sending the answer counts against.
+    pub request_quota: Option<SentTime>,
 }
 
 impl Reply {
     /// An answer with no throttle.
     pub fn now(frame: Option<Vec<Chunk>>) -> Reply {
-        Reply { frame, throttle_ms: 0, delay_response: false }
+        Reply { frame, throttle_ms: 0, delay_response: false, request_quota: None }
     }
 }
 
@@ -215,11 +222,15 @@ macro_rules! apis {
             let version = ctx.version;
             match key {
                 $( ApiKey::$key => {
+                    let decoding = std::time::Instant::now();
                     let req = <$req>::decode(buf, version).map_err(|e| ConnError::Malformed(format!("{key:?} v{version}: {e}")))?;
-                    let resp = apis!(@call $mode $handler, ctx, req);
+                    let decode_ns = decoding.elapsed().as_nanos() as u64;
+                    let (resp, handle_ns) = request_quota::timed(async { apis!(@call $mode $handler, ctx, req) }).await;
+                    ctx.record_request_time(key, decode_ns + handle_ns);
                     match resp {
                         None => Ok(None),
-                        Some(r) => {
+                        Some(mut r) => {
+                            request_quota::Throttled::throttle_at_least(&mut r, ctx.throttle_ms());
                             response_errors::count(key, &r);
                             let mut out = BytesMut::new();
                             r.encode(&mut out, version).map_err(|e| ConnError::Encode(format!("{key:?} v{version}: {e}")))?;
@@ -423,6 +434,8 @@ pub struct DecodedProduce {
     req: ProduceRequest,
     /// The frame's size, which a producer's byte-rate quota counts (as Kafka counts it).
     size: usize,
+    /// The time decoding it took, in ns (counted against the request quota).
+    decode_ns: u64,
 }
 
 /// A Produce frame decoded, with the partitions it writes; None for any other frame, or
@@ -431,8 +444,10 @@ pub fn decode_produce(frame: &Bytes) -> Option<(ProduceTargets, DecodedProduce)>
     if frame.len() < 2 || i16::from_be_bytes([frame[0], frame[1]]) != ApiKey::Produce as i16 {
         return None;
     }
+    let decoding = std::time::Instant::now();
     let mut parsed = parse_frame(frame.clone()).ok()?.ok()?;
     let req = ProduceRequest::decode(&mut parsed.body, parsed.version).ok()?;
+    let decode_ns = decoding.elapsed().as_nanos() as u64;
     let by_id = parsed.version >= 13;
     let partitions = req
         .topic_data
@@ -442,7 +457,7 @@ pub fn decode_produce(frame: &Bytes) -> Option<(ProduceTargets, DecodedProduce)>
             t.partition_data.iter().map(move |pd| (topic.clone(), pd.index))
         })
         .collect();
-    Some((ProduceTargets { by_id, partitions }, DecodedProduce { parsed, req, size: frame.len() }))
+    Some((ProduceTargets { by_id, partitions }, DecodedProduce { parsed, req, size: frame.len(), decode_ns }))
 }
 
 /// [`handle`] for a Produce request already decoded.
@@ -452,10 +467,12 @@ pub async fn handle_produce(
     peer: std::net::IpAddr,
     d: DecodedProduce,
 ) -> Result<Reply, ConnError> {
-    let DecodedProduce { parsed, req, size } = d;
+    let DecodedProduce { parsed, req, size, decode_ns } = d;
     let version = parsed.version;
     let ctx = Ctx::new(broker, session, version, parsed.client_id, peer);
-    let resp = produce::handle(&ctx, req).await;
+    let (resp, handle_ns) = request_quota::timed(produce::handle(&ctx, req)).await;
+    // As Kafka: the request quota's throttle and the byte rate's, whichever is longer.
+    ctx.record_request_time(ApiKey::Produce, decode_ns + handle_ns);
     // Kafka records a produce against the quota once it is appended, acks=0 included.
     if let Some(gov) = ctx.quota(crate::quota::ThrottleKind::Produce) {
         ctx.record_quota(crate::quota::ThrottleKind::Produce, &gov, size);

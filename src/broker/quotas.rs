@@ -5,7 +5,7 @@
 use crate::clock::now_ms;
 use crate::controller::rpc::{QuotaAlteration, Request, Response};
 use crate::error::{Error, Result};
-use crate::quota::entity::{CONNECTION_CREATION_RATE, CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE, PRODUCER_BYTE_RATE};
+use crate::quota::entity::{CONNECTION_CREATION_RATE, CONSUMER_BYTE_RATE, CONTROLLER_MUTATION_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE};
 use crate::quota::resolve::{connection_rate, governing, Governing};
 use crate::quota::token_bucket::Mutation;
 use crate::quota::{ThrottleKind, Throttler, WindowConfig};
@@ -81,6 +81,7 @@ fn key_of(kind: ThrottleKind) -> &'static str {
         ThrottleKind::Produce => PRODUCER_BYTE_RATE,
         ThrottleKind::Fetch => CONSUMER_BYTE_RATE,
         ThrottleKind::ConnectionCreation => CONNECTION_CREATION_RATE,
+        ThrottleKind::Request => REQUEST_PERCENTAGE,
     }
 }
 
@@ -141,6 +142,26 @@ impl Broker {
         let ms = ms.min(s.quota_window_num as i64 * s.quota_window_size_ms);
         crate::stats::quota_throttled(kind.as_str(), ms as u64);
         ms as i32
+    }
+
+    /// Records `nanos` of a request's handling against the client's `request_percentage`;
+    /// the throttle time in ms (at most one window, as in Kafka).
+    pub fn record_request_time(&self, gov: &Governing, nanos: u64) -> i32 {
+        let mut rates = self.client_rates.0.lock();
+        rates.configure(window(&self.settings()));
+        let ms = rates.record_request(gov, nanos, now_ms());
+        drop(rates);
+        if ms > 0 {
+            crate::stats::quota_throttled(ThrottleKind::Request.as_str(), ms as u64);
+        }
+        ms as i32
+    }
+
+    /// Adds `nanos` spent sending a response to the client's request rate, without a
+    /// throttle decision: it shows in the next one.
+    pub fn record_request_time_sent(&self, gov: &Governing, nanos: u64) {
+        let value = crate::quota::request_percentage(nanos);
+        self.client_rates.0.lock().record_no_throttle(ThrottleKind::Request, gov, value, now_ms());
     }
 
     /// Takes back bytes recorded for a response that went out without them.

@@ -498,28 +498,26 @@ async fn copy_file<W: AsyncWrite + Unpin>(wr: &mut W, slice: &crate::log::FileSl
 /// Writes an answer and mutes the connection for its throttle; false when the connection
 /// is to be closed.
 async fn send_answer<W: Sink>(wr: &mut W, answer: Answer, muted: &mut Muted) -> anyhow::Result<bool> {
-    let answer = match answer {
+    let (answer, request_quota) = match answer {
         Ok(reply) if reply.delay_response => {
             // A client that predates KIP-219 gets its response once the throttle is over.
             tokio::time::sleep(Duration::from_millis(reply.throttle_ms as u64)).await;
-            Ok(reply.frame)
+            (Ok(reply.frame), reply.request_quota)
         }
         Ok(reply) => {
             muted.extend(reply.throttle_ms);
-            Ok(reply.frame)
+            (Ok(reply.frame), reply.request_quota)
         }
-        Err(e) => Err(e),
+        Err(e) => (Err(e), None),
     };
     match answer {
         Ok(Some(chunks)) => {
-            for c in chunks {
-                match c {
-                    api::Chunk::Bytes(b) => wr.write_all(&b).await?,
-                    api::Chunk::File(f) => wr.send_file(&f).await?,
-                }
+            // The time spent sending counts against the client's request quota, if any.
+            let (written, nanos) = api::timed(write_chunks(wr, chunks)).await;
+            if let Some(q) = request_quota {
+                q.record_sent(nanos);
             }
-            // A TLS stream holds the last records until flushed; a socket has nothing to flush.
-            wr.flush().await?;
+            written?;
             Ok(true)
         }
         Ok(None) => Ok(true),
@@ -528,6 +526,18 @@ async fn send_answer<W: Sink>(wr: &mut W, answer: Answer, muted: &mut Muted) -> 
             Ok(false)
         }
     }
+}
+
+/// Writes a response's pieces; an error ends the connection.
+async fn write_chunks<W: Sink>(wr: &mut W, chunks: Vec<api::Chunk>) -> std::io::Result<()> {
+    for c in chunks {
+        match c {
+            api::Chunk::Bytes(b) => wr.write_all(&b).await?,
+            api::Chunk::File(f) => wr.send_file(&f).await?,
+        }
+    }
+    // A TLS stream holds the last records until flushed; a socket has nothing to flush.
+    wr.flush().await
 }
 
 /// Sends a range of a segment file straight from the page cache to the socket.

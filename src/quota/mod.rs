@@ -11,4 +11,4 @@ pub mod token_bucket;
 
 pub use entity::{EntityName, QuotaEntity};
 pub use rate::{Rate, WindowConfig};
-pub use throttle::{ThrottleKind, Throttler};
+pub use throttle::{request_percentage, ThrottleKind, Throttler};

@@ -192,6 +192,55 @@ mod tests {
         assert_eq!(r.measure(2900), 0.0);
     }
 
+    /// A consumer that fetches `fetch` bytes every `gap_ms` while it is not throttled (a
+    /// throttled fetch is answered empty, taken back off the rate, and waited out, as the
+    /// fetch path and KIP-219 clients do); when each fetch is served, in ms.
+    fn served_fetches(cfg: WindowConfig, bound: f64, fetch: f64, gap_ms: i64, until_ms: i64) -> Vec<i64> {
+        let mut r = Rate::new(cfg, 0);
+        let (mut t, mut served) = (0, Vec::new());
+        while t < until_ms {
+            r.record(fetch, t);
+            match r.throttle_ms(bound, t) {
+                0 => {
+                    served.push(t);
+                    t += gap_ms;
+                }
+                wait => {
+                    r.unrecord(fetch, t);
+                    t += wait;
+                }
+            }
+        }
+        served
+    }
+
+    #[test]
+    fn a_fast_client_reads_in_one_burst_a_cycle() {
+        // The Java consumer of QuotaTest: 64 880-byte fetches, 500 kB/s, four windows of 1 s.
+        let cfg = WindowConfig { samples: 4, window_ms: 1000 };
+        let (bound, fetch) = (500_000.0, 64_880.0);
+        let rate_over = |served: &[i64], from: i64, span: i64| {
+            served.iter().filter(|t| **t >= from && **t < from + span).count() as f64 * fetch * 1000.0 / span as f64 / bound
+        };
+        // The test times from its first record (`from` 0 to 600 ms late) and skips 4 s: the
+        // client's rate over the next two cycles of four windows is the quota, however fast
+        // the client is and whatever the phase.
+        for gap in [1, 2, 5, 10, 20, 60] {
+            let served = served_fetches(cfg, bound, fetch, gap, 30_000);
+            for from in (4000..4600).step_by(20) {
+                let r = rate_over(&served, from, 8000);
+                assert!((0.9..=1.1).contains(&r), "gap {gap} ms: {r:.3} of the quota over [{from}, {})", from + 8000);
+            }
+        }
+        // A client that takes a window's credit at once waits seconds between bursts, and a
+        // 5 s span (not a whole number of cycles) can catch two of them: what QuotaTest's Java
+        // consumer met in a warm JVM (1.54x).
+        let served = served_fetches(cfg, bound, fetch, 1, 30_000);
+        assert!(served.windows(2).any(|w| w[1] - w[0] >= 3000), "no long wait between bursts");
+        let most = (4000..4600).step_by(20).map(|from| rate_over(&served, from, 5000)).fold(0.0, f64::max);
+        assert!(most > 1.5, "the most over 5 s: {most:.3}");
+    }
+
     #[test]
     fn unrecord_takes_a_value_back() {
         let mut r = Rate::new(WindowConfig::default(), 0);

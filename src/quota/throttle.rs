@@ -18,6 +18,9 @@ pub enum ThrottleKind {
     Fetch,
     /// New connections from one address, against `connection_creation_rate`.
     ConnectionCreation,
+    /// Time spent handling requests, as a percentage of one thread, against
+    /// `request_percentage` (see [`request_percentage`]).
+    Request,
 }
 
 impl ThrottleKind {
@@ -27,11 +30,19 @@ impl ThrottleKind {
             ThrottleKind::Produce => "Produce",
             ThrottleKind::Fetch => "Fetch",
             ThrottleKind::ConnectionCreation => "ConnectionCreation",
+            ThrottleKind::Request => "Request",
         }
     }
 }
 
 type Key = (ThrottleKind, String, String);
+
+/// Handling time as the value a request quota records (Kafka's `nanosToPercentage`): one
+/// second of handling per second is 100, so a rate of these is the percentage of one
+/// thread's time a client takes, which `request_percentage` bounds.
+pub fn request_percentage(handling_nanos: u64) -> f64 {
+    handling_nanos as f64 * 100.0 / 1e9
+}
 
 /// Every client rate, keyed by kind and the governing quota's tags.
 #[derive(Debug)]
@@ -84,6 +95,24 @@ impl Throttler {
         let rate = self.rates.entry((kind, gov.tags.0.clone(), gov.tags.1.clone())).or_insert_with(|| Rate::new(cfg, now_ms));
         rate.record(value, now_ms);
         rate.throttle_ms(gov.bound, now_ms).clamp(0, i32::MAX as i64)
+    }
+
+    /// Records request handling time (see [`request_percentage`]) against the client's
+    /// `request_percentage` at `now_ms`; the throttle time, at most one window (Kafka's
+    /// `ClientRequestQuotaManager` bounds it so: one slow request is not punished for the
+    /// whole span of the windows).
+    pub fn record_request(&mut self, gov: &Governing, handling_nanos: u64, now_ms: i64) -> i64 {
+        let ms = self.record(ThrottleKind::Request, gov, request_percentage(handling_nanos), now_ms);
+        ms.min(self.cfg.window_ms)
+    }
+
+    /// Adds a value to the client's rate without a throttle decision (Kafka's
+    /// `recordNoThrottle`): the time spent sending a response, counted once it is out, shows
+    /// in the client's next throttle.
+    pub fn record_no_throttle(&mut self, kind: ThrottleKind, gov: &Governing, value: f64, now_ms: i64) {
+        let cfg = self.cfg;
+        let rate = self.rates.entry((kind, gov.tags.0.clone(), gov.tags.1.clone())).or_insert_with(|| Rate::new(cfg, now_ms));
+        rate.record(value, now_ms);
     }
 
     /// Takes back a recorded value (a throttled fetch is answered without its records).
@@ -143,6 +172,26 @@ mod tests {
         assert!(t.record(ThrottleKind::Fetch, &g, 5000.0, 0) > 0);
         t.unrecord(ThrottleKind::Fetch, &g, 5000.0, 0);
         assert_eq!(t.record(ThrottleKind::Fetch, &g, 10.0, 1), 0);
+    }
+
+    #[test]
+    fn request_time_is_a_percentage_of_one_thread_and_its_throttle_is_at_most_a_window() {
+        assert_eq!(request_percentage(1_000_000_000), 100.0);
+        assert_eq!(request_percentage(10_000_000), 1.0);
+        let mut t = Throttler::new(WindowConfig { samples: 4, window_ms: 1000 });
+        // 2 % of a thread: 20 ms of handling a second, 60 ms over the first 3 windows.
+        let g = gov(2.0, "", "busy");
+        assert_eq!(t.record_request(&g, 50_000_000, 0), 0, "50 ms of 60 allowed");
+        // 40 ms more: 90 ms over 3.1 s is 2.9 % against 2 %: (2.9 - 2) / 2 * 3100 = 1400, bounded.
+        assert_eq!(t.record_request(&g, 40_000_000, 100), 1000);
+        // The time spent sending counts without a decision, and in the next one.
+        t.record_no_throttle(ThrottleKind::Request, &g, request_percentage(30_000_000), 200);
+        assert_eq!(t.record(ThrottleKind::Request, &g, 0.0, 200), 2800, "120 ms over 3.2 s: 3.75 % against 2 %");
+        // Another client-id under the same default is measured apart; byte rates too.
+        assert_eq!(t.record_request(&gov(2.0, "", "idle"), 1_000_000, 200), 0);
+        assert_eq!(t.record(ThrottleKind::Fetch, &g, 1.0, 200), 0);
+        // Once quiet for long enough, the client is within its bound again.
+        assert_eq!(t.record_request(&g, 0, 6000), 0);
     }
 
     #[test]
