@@ -147,6 +147,7 @@ throttled!(
     OffsetForLeaderEpochResponse,
     ElectLeadersResponse,
     UnregisterBrokerResponse,
+    UnregisterControllerResponse,
     AddRaftVoterResponse,
     RemoveRaftVoterResponse,
     DescribeAclsResponse,
