@@ -237,6 +237,10 @@ fn check_value(def: &GroupKeyDef, value: &str) -> Result<(), String> {
     }
 }
 
+/// The group config naming a streams group's rack tags; a group override, read from the
+/// group's own settings rather than the broker's.
+const STREAMS_RACK_TAGS: &str = "streams.rack.aware.assignment.tags";
+
 /// A comma-separated list of client tag keys, as Kafka's `AssignmentConfigsImpl` parses it.
 pub fn tag_list(value: &str) -> Vec<String> {
     value.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_string).collect()
@@ -348,10 +352,7 @@ impl GroupSettings {
             streams_task_offset_interval_ms: group_int("streams.task.offset.interval.ms").clamp(1, i32::MAX as i64) as i32,
             streams_acceptable_recovery_lag: group_int("streams.acceptable.recovery.lag").max(0),
             streams_rack_aware_assignment_tags: tag_list(
-                &overrides
-                    .get("streams.rack.aware.assignment.tags")
-                    .cloned()
-                    .unwrap_or_else(|| cfg.get("group.streams.rack.aware.assignment.tags")),
+                &overrides.get(STREAMS_RACK_TAGS).cloned().unwrap_or_else(|| cfg.get("group.streams.rack.aware.assignment.tags")),
             ),
             share_session_timeout_ms: group_int("share.session.timeout.ms"),
             share_heartbeat_interval_ms: group_int("share.heartbeat.interval.ms").clamp(1, i32::MAX as i64) as i32,
