@@ -214,21 +214,27 @@ fn leader_crash_elects_a_new_leader_and_keeps_committed_records() {
     }
 }
 
-#[test]
-fn a_lagging_node_is_brought_up_by_snapshot() {
-    let mut sim = Sim::new(3, 99);
+/// Crashes a follower, commits `records` topics without it and compacts every live log past
+/// what it has, so it can only catch up from a snapshot. Returns it (still down) and the image.
+fn lag_a_follower_behind_a_snapshot(sim: &mut Sim, records: u64) -> (u64, Image) {
     let leader = sim.run_until_leader();
     let lagging = if leader == 3 { 2 } else { 3 };
     sim.crash(lagging);
-    for i in 0..40 {
+    for i in 0..records {
         sim.propose(topic(i));
         sim.run(2);
     }
-    let before = sim.converge();
-    // Compact every live log past what node 3 has: it can only catch up from a snapshot.
+    let img = sim.converge();
     for n in sim.nodes.values_mut() {
         n.snapshot_now().unwrap();
     }
+    (lagging, img)
+}
+
+#[test]
+fn a_lagging_node_is_brought_up_by_snapshot() {
+    let mut sim = Sim::new(3, 99);
+    let (lagging, before) = lag_a_follower_behind_a_snapshot(&mut sim, 40);
     sim.run_until_leader();
     assert!(sim.propose(topic(1000)));
     sim.restart(lagging);
@@ -243,17 +249,7 @@ fn a_lagging_node_is_brought_up_by_snapshot() {
 #[test]
 fn a_follower_whose_snapshot_was_lost_gets_another() {
     let mut sim = Sim::new(3, 41);
-    let leader = sim.run_until_leader();
-    let lagging = if leader == 3 { 2 } else { 3 };
-    sim.crash(lagging);
-    for i in 0..20 {
-        sim.propose(topic(i));
-        sim.run(2);
-    }
-    sim.converge();
-    for n in sim.nodes.values_mut() {
-        n.snapshot_now().unwrap();
-    }
+    let (lagging, _) = lag_a_follower_behind_a_snapshot(&mut sim, 20);
     sim.lose_snapshots_to.insert(lagging, 1);
     sim.restart(lagging);
     // With no election to reset it, the leader must send the snapshot again by itself.
