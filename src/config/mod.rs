@@ -276,6 +276,8 @@ pub static KEYS: &[KeyDef] = &[
     key!("auto.create.topics.enable", Some("true"), Boolean, broker, false, "Create unknown topics on Metadata or Produce."),
     key!("delete.topic.enable", Some("true"), Boolean, broker, false, "Allow DeleteTopics."),
     key!("socket.request.max.bytes", Some("104857600"), Int, broker, false, "Largest request frame accepted."),
+    key!("socket.send.buffer.bytes", Some("102400"), Int, broker, false, "SO_SNDBUF of client connections; -1: the OS default."),
+    key!("socket.receive.buffer.bytes", Some("102400"), Int, broker, false, "SO_RCVBUF of client connections; -1: the OS default."),
     key!("max.request.partition.size.limit", Some("2000"), Int, broker, false, "Most partitions in one DescribeTopicPartitions answer."),
     key!(
         "max.connections",

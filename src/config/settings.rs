@@ -48,6 +48,10 @@ pub struct Settings {
     pub auto_create_topics_enable: bool,
     pub delete_topic_enable: bool,
     pub socket_request_max_bytes: usize,
+    /// `socket.send.buffer.bytes`: SO_SNDBUF of client connections (-1: the OS's).
+    pub socket_send_buffer_bytes: i32,
+    /// `socket.receive.buffer.bytes`: SO_RCVBUF of client connections (-1: the OS's).
+    pub socket_receive_buffer_bytes: i32,
     /// `telemetry.max.bytes`: the largest PushTelemetry payload, before and after decompression.
     pub telemetry_max_bytes: usize,
     /// `quota.window.num`: samples a client quota's rate is measured over.
@@ -175,6 +179,8 @@ impl Settings {
             auto_create_topics_enable: boolean("auto.create.topics.enable")?,
             delete_topic_enable: boolean("delete.topic.enable")?,
             socket_request_max_bytes: int("socket.request.max.bytes")?.clamp(0, i32::MAX as i64) as usize,
+            socket_send_buffer_bytes: int("socket.send.buffer.bytes")?.clamp(-1, i32::MAX as i64) as i32,
+            socket_receive_buffer_bytes: int("socket.receive.buffer.bytes")?.clamp(-1, i32::MAX as i64) as i32,
             telemetry_max_bytes: positive_i32("telemetry.max.bytes")? as usize,
             quota_window_num: positive_i32("quota.window.num")? as usize,
             quota_window_size_ms: positive_i32("quota.window.size.seconds")? as i64 * 1000,

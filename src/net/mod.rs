@@ -13,6 +13,7 @@ mod injected;
 pub mod jwks;
 mod memory;
 mod quotas;
+mod sockopt;
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -87,6 +88,8 @@ pub async fn serve(listeners: Vec<Listening>, broker: Arc<Broker>, limits: Conne
                             let session = listeners[i].session.clone();
                             // Boxed: an idle plain connection's task holds only the pointer's room.
                             let sasl = listeners[i].sasl.clone().map(|c| Box::new(SaslSession::new(c)));
+                            let s = broker.settings();
+                            sockopt::size_buffers(&stream, s.socket_send_buffer_bytes, s.socket_receive_buffer_bytes);
                             let open = crate::stats::Open::new(&open_gauges[i]);
                             match listeners[i].tls.clone() {
                                 // No wrapper future around `connection`: a nested async fn keeps its
