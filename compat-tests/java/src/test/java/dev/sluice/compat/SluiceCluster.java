@@ -394,6 +394,20 @@ final class SluiceCluster implements AutoCloseable {
         return node(id).logFile;
     }
 
+    /** Whether some node's log (any start of it) has a line containing {@code needle}. */
+    boolean anyLogContains(String needle) {
+        for (Node n : nodes.values()) {
+            try (Stream<String> lines = Files.lines(n.logFile, StandardCharsets.UTF_8)) {
+                if (lines.anyMatch(l -> l.contains(needle))) {
+                    return true;
+                }
+            } catch (IOException | UncheckedIOException e) {
+                // Not written yet: nothing in it.
+            }
+        }
+        return false;
+    }
+
     /** Node {@code id}'s {@code --data-dir}. */
     Path dataDir(int id) {
         return node(id).dataDir;
