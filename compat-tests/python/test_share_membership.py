@@ -3,7 +3,8 @@ __consumer_offsets as ShareGroup* records and replays them on load): a member ke
 and epoch and the group epoch goes on after a kill -9, an Empty share group is still
 listed and describable after a restart, and a deleted one stays deleted. Raw
 ShareGroupHeartbeat / ShareGroupDescribe / ListGroups / DeleteGroups over sockets (no
-Python client has a share consumer). One broker for the file."""
+Python client has a share consumer). One broker for the file's first tests; the last
+kills the coordinator of a 3-node cluster."""
 
 import time
 
@@ -38,6 +39,16 @@ def until_ready(call, what):
             assert got[0] not in NOT_READY, f"{what}: coordinator not ready within 30 s ({got})"
             return got
         time.sleep(0.2)
+
+
+def find_coordinator(port, group):
+    """FindCoordinator v6 of a group: (error, node id, port)."""
+    with kp.Conn(port) as c:
+        r = c.request(FIND_COORDINATOR, 6, kp.i8(0) + kp.uvarint(2) + kp.compact_string(group) + kp.EMPTY_TAGS, flexible=True)
+        r.i32()
+        (got,) = r.compact_array(lambda x: (x.compact_string(), x.i32(), x.compact_string(), x.i32(), x.i16(),
+                                            x.compact_string(), x.tagged_fields()))
+        return got[4], got[1], got[3]
 
 
 def heartbeat(port, group, member_id, epoch, subscribe=None):
@@ -154,3 +165,38 @@ def test_an_empty_group_outlives_a_restart_until_deleted(broker):
     until_ready(lambda: heartbeat(broker.port, "sm-warm2", "", 0, [TOPIC]), "warm-up join")
     assert g not in list_share_groups(broker.port)
     assert describe(broker.port, g)[0] == GROUP_ID_NOT_FOUND
+
+
+def test_membership_survives_a_kill_9_of_the_coordinator_in_a_cluster(start_cluster):
+    c = start_cluster(3, offsets_topic_replication_factor=3)
+    c.create_topic(TOPIC, 2, 3)
+    g = "sm-cluster"
+
+    def at_coordinator(via, member_id, epoch, subscribe=None):
+        err, node, port = find_coordinator(via, g)
+        return heartbeat(port, g, member_id, epoch, subscribe) if err == 0 else (err, None, None)
+
+    port0 = c.node(c.ids[0]).port
+    err, a, _ = until_ready(lambda: at_coordinator(port0, "", 0, [TOPIC]), "join a")
+    assert err == 0
+    err, b, _ = at_coordinator(port0, "", 0, [TOPIC])
+    assert err == 0
+    assert at_coordinator(port0, a, 1) == (0, a, 2)
+    coordinator = find_coordinator(port0, g)[1]
+
+    c.kill(coordinator)
+
+    via = c.node([i for i in c.ids if i != coordinator][0]).port
+
+    def after_failover():
+        try:
+            return at_coordinator(via, a, 2)
+        except (OSError, kp.ConnectionClosed):
+            # The dead node is still named coordinator until its partitions move.
+            return (NOT_READY[0], None, None)
+
+    assert until_ready(after_failover, "a at the new coordinator") == (0, a, 2)
+    assert find_coordinator(via, g)[1] != coordinator
+    assert at_coordinator(via, b, 2) == (0, b, 2)
+    # The group epoch goes on: a third member's join makes it 3.
+    assert at_coordinator(via, "", 0, [TOPIC])[2] == 3
