@@ -506,6 +506,57 @@ mod tests {
         assert!(matches!(c.describe("g"), Err(Error::GroupIdNotFound(_))));
     }
 
+    /// Writes `c`'s changed groups: (group, present) each.
+    fn persisted(c: &ShareCoordinator, store: &Mutex<HashMap<String, Vec<u8>>>) -> Vec<(String, bool)> {
+        let out = Mutex::new(Vec::new());
+        c.persist_groups(|id, v| {
+            out.lock().push((id.to_string(), v.is_some()));
+            match v {
+                Some(v) => store.lock().insert(id.to_string(), v),
+                None => store.lock().remove(id),
+            };
+            Ok(())
+        });
+        out.into_inner()
+    }
+
+    #[test]
+    fn groups_are_written_when_they_change_and_read_back_by_the_next_coordinator() {
+        let gc = GroupConfig { session_timeout_ms: 100, ..Default::default() };
+        let c = ShareCoordinator::new(gc.clone(), ShareConfig::default(), 10);
+        let store = Mutex::new(HashMap::new());
+        let a = c.heartbeat("g", join(""), &topics(), 0).unwrap();
+        assert_eq!(persisted(&c, &store), vec![("g".to_string(), true)]);
+        // A heartbeat that changes nothing stored writes nothing.
+        c.heartbeat("g", Heartbeat { member_id: a.member_id.clone(), epoch: 1, ..Default::default() }, &topics(), 50).unwrap();
+        assert!(persisted(&c, &store).is_empty());
+        // A failed first heartbeat leaves nothing to write.
+        assert!(c.heartbeat("h", Heartbeat { member_id: "x".into(), epoch: 3, ..Default::default() }, &topics(), 0).is_err());
+        assert!(persisted(&c, &store).is_empty());
+        c.ensure_empty_group("e").unwrap();
+        assert_eq!(persisted(&c, &store), vec![("e".to_string(), true)]);
+
+        // The next coordinator: a member keeps its id and epoch, and its session runs from the load.
+        let next = ShareCoordinator::new(gc, ShareConfig::default(), 10);
+        let loaded: Vec<(String, Vec<u8>)> = store.lock().clone().into_iter().collect();
+        next.restore_groups(&|_| true, loaded, 1_000);
+        assert_eq!(next.list(), vec![("e".to_string(), "Empty"), ("g".to_string(), "Stable")]);
+        let beat = Heartbeat { member_id: a.member_id.clone(), epoch: 1, ..Default::default() };
+        assert_eq!(next.heartbeat("g", beat, &topics(), 1_050).unwrap().epoch, 1);
+        assert_eq!(next.tick(&topics(), 1_100), 0);
+        assert_eq!(next.describe("g").unwrap().members.len(), 1);
+        // Its session runs out as usual: the group empties, a new epoch is written.
+        next.tick(&topics(), 1_200);
+        assert_eq!(next.describe("g").unwrap().epoch, 2);
+        assert_eq!(persisted(&next, &store), vec![("g".to_string(), true)]);
+        next.delete_group("e").unwrap();
+        assert_eq!(persisted(&next, &store), vec![("e".to_string(), false)]);
+        // Groups coordinated elsewhere now are dropped, with nothing written for them.
+        next.restore_groups(&|g| g != "g", Vec::new(), 1_300);
+        assert!(next.list().is_empty());
+        assert!(persisted(&next, &store).is_empty());
+    }
+
     #[test]
     fn a_timed_out_member_and_lapsed_locks_free_records() {
         let gc = GroupConfig { session_timeout_ms: 100, ..Default::default() };
