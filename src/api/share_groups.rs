@@ -36,6 +36,12 @@ pub async fn heartbeat(ctx: &Ctx<'_>, req: ShareGroupHeartbeatRequest) -> ShareG
         .and_then(|()| if denied.is_empty() { Ok(()) } else { Err(Error::TopicAuthorizationFailed(denied.join(", "))) })
         .and_then(|()| ctx.broker.groups.check_coordinator(&**ctx.broker, &group_id))
         .and_then(|()| ctx.broker.share_heartbeat(&group_id, hb));
+    // As Kafka answers once the group's records are committed: a member's epoch survives
+    // the coordinator's failover.
+    let result = match result {
+        Ok(r) => ctx.broker.groups.wait_durable(&**ctx.broker, &group_id).await.map(|()| r),
+        Err(e) => Err(e),
+    };
     match result {
         Ok(r) => {
             let assignment = r.assignment.map(|set| {

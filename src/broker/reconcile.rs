@@ -64,7 +64,7 @@ impl Broker {
         let settings =
             crate::replication::Settings { me, wait_ms: s.replica_fetch_wait_max_ms, partition_max_bytes: s.replica_fetch_max_bytes };
         self.replication.update_fetchers(&self.all_topics(), settings);
-        self.groups.sync_ownership(self);
+        self.groups.sync_ownership(self, |keep, loaded| self.shares.restore_groups(keep, loaded, crate::clock::now_ms()));
         self.txns.sync_ownership(self);
         self.share_state.sync_ownership(self);
     }

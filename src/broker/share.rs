@@ -52,7 +52,9 @@ impl Broker {
         if !self.shares.is_share_group(group_id) && self.groups.list().iter().any(|(id, ..)| id == group_id) {
             return Err(Error::GroupIdNotFound(format!("Group {group_id} is not a share group.")));
         }
-        let reply = self.shares.heartbeat(group_id, hb, &self.share_topics(), now_ms())?;
+        let reply = self.shares.heartbeat(group_id, hb, &self.share_topics(), now_ms());
+        self.persist_share_groups();
+        let reply = reply?;
         if reply.assignment.is_some() {
             // Every member's, not just this one's: a join moves partitions to the others too.
             // Read in (or started at the reset offset) in the background: a heartbeat
@@ -98,7 +100,15 @@ impl Broker {
             .flat_map(|t| (0..t.record.partitions).map(move |p| (t.record.id, p)))
             .collect();
         persister::delete_group(self, group_id, &tps).await?;
-        self.shares.delete_group(group_id)
+        self.shares.delete_group(group_id)?;
+        self.persist_share_groups();
+        self.groups.wait_durable(self, group_id).await
+    }
+
+    /// Writes the share groups changed since their last write to `__consumer_offsets`.
+    /// Callers that answer a client wait for `groups.wait_durable` after it.
+    pub fn persist_share_groups(&self) {
+        self.shares.persist_groups(|id, value| self.groups.write_share_group(self, id, value));
     }
 
     /// Writes the group's share partition of `tp` to its share coordinator, after a change
@@ -132,6 +142,7 @@ impl Broker {
     pub fn share_tick(&self) {
         self.share_state.prune(self);
         let released = self.shares.tick(&self.share_topics(), now_ms());
+        self.persist_share_groups();
         if released > 0 {
             tracing::debug!(records = released, "share record locks released");
         }

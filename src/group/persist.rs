@@ -14,6 +14,9 @@ use crate::log::records;
 use crate::metadata::names::coordinator_partition;
 use crate::partition::InternalPartitions;
 
+/// Share groups' stored values by group id, as read back from `__consumer_offsets`.
+pub type SharedGroups = Vec<(String, Vec<u8>)>;
+
 impl Coordinator {
     /// Expires offsets past `offsets.retention.minutes` and drops groups left with nothing.
     pub fn expire_offsets(&self, host: &dyn InternalPartitions) {
@@ -53,20 +56,22 @@ impl Coordinator {
 
     /// Follows leadership of `__consumer_offsets`: a partition this broker now leads has
     /// its groups loaded from its log; one it no longer leads has its groups dropped.
-    pub fn sync_ownership(&self, host: &dyn InternalPartitions) {
+    /// Share groups, kept by the share group coordinator, go to `share_groups` (which
+    /// groups to keep, and those read back) before this broker answers as coordinator.
+    pub fn sync_ownership(&self, host: &dyn InternalPartitions, share_groups: impl FnOnce(&dyn Fn(&str) -> bool, SharedGroups)) {
         let Some(topic) = host.replicas().topic(OFFSETS_TOPIC) else { return };
         let Some((led, gained, lost)) = topic.leadership_change(&self.owned.lock()) else { return };
         let n = self.offsets_partitions;
-        {
-            let mut inner = self.inner.lock();
-            inner.groups.retain(|g, _| {
-                let p = coordinator_partition(g, n);
-                !lost.contains(&p) && !gained.contains(&p)
-            });
-        }
-        if let Err(e) = self.load(host, &gained) {
+        let keep = |g: &str| {
+            let p = coordinator_partition(g, n);
+            !lost.contains(&p) && !gained.contains(&p)
+        };
+        self.inner.lock().groups.retain(|g, _| keep(g));
+        let loaded = self.load(host, &gained).unwrap_or_else(|e| {
             tracing::warn!(error = %e, "could not load group state");
-        }
+            Vec::new()
+        });
+        share_groups(&keep, loaded);
         *self.owned.lock() = led;
         if !lost.is_empty() {
             tracing::info!(partitions = ?lost, "no longer the coordinator for these {OFFSETS_TOPIC} partitions");
@@ -98,16 +103,23 @@ impl Coordinator {
         }
     }
 
-    /// Rebuilds groups and offsets from the given `__consumer_offsets` partitions.
-    fn load(&self, host: &dyn InternalPartitions, only: &HashSet<i32>) -> Result<()> {
-        let Some(topic) = host.replicas().topic(OFFSETS_TOPIC) else { return Ok(()) };
+    /// Writes a share group's stored value (None: its tombstone) to its partition.
+    pub fn write_share_group(&self, host: &dyn InternalPartitions, group: &str, value: Option<Vec<u8>>) -> Result<()> {
+        self.write(host, group, &[(Key::ShareGroup { group: group.into() }.encode(), value)])
+    }
+
+    /// Rebuilds groups and offsets from the given `__consumer_offsets` partitions; returns
+    /// the share groups' stored values found there, for their own coordinator.
+    fn load(&self, host: &dyn InternalPartitions, only: &HashSet<i32>) -> Result<SharedGroups> {
+        let Some(topic) = host.replicas().topic(OFFSETS_TOPIC) else { return Ok(Vec::new()) };
         if only.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let now = now_ms();
         let mut groups: HashMap<String, Option<GroupValue>> = HashMap::new();
         let mut moderns: HashMap<String, Option<ConsumerGroupValue>> = HashMap::new();
         let mut streams: HashMap<String, Option<StreamsGroupValue>> = HashMap::new();
+        let mut shares: HashMap<String, Option<Vec<u8>>> = HashMap::new();
         type PendingOffsets = Vec<((String, String, i32), Option<OffsetValue>)>;
         let mut txn_pending: HashMap<i64, PendingOffsets> = HashMap::new();
         let mut offsets: HashMap<(String, String, i32), Option<OffsetValue>> = HashMap::new();
@@ -143,6 +155,9 @@ impl Coordinator {
                         }
                         Key::StreamsGroup { group } => {
                             streams.insert(group, r.value.and_then(|v| serde_json::from_slice(&v).ok()));
+                        }
+                        Key::ShareGroup { group } => {
+                            shares.insert(group, r.value.map(|v| v.to_vec()));
                         }
                         Key::Offset { group, topic, partition } => {
                             offsets.insert((group, topic, partition), r.value.and_then(|v| serde_json::from_slice(&v).ok()));
@@ -216,7 +231,14 @@ impl Coordinator {
                 .collect();
             inner.pending_txn.insert(pid, list);
         }
-        tracing::info!(partitions = only.len(), groups = inner.groups.len(), offsets = count, "loaded group state from {OFFSETS_TOPIC}");
-        Ok(())
+        let shares: SharedGroups = shares.into_iter().filter_map(|(g, v)| Some((g, v?))).collect();
+        tracing::info!(
+            partitions = only.len(),
+            groups = inner.groups.len(),
+            share_groups = shares.len(),
+            offsets = count,
+            "loaded group state from {OFFSETS_TOPIC}"
+        );
+        Ok(shares)
     }
 }

@@ -5,13 +5,14 @@
 //! | bytes | field |
 //! | --- | --- |
 //! | u16 | key version, 0 |
-//! | u8 | kind: 1 = committed offset, 2 = classic group metadata, 3 = consumer (KIP-848) group, 4 = streams (KIP-1071) group |
+//! | u8 | kind: 1 = committed offset, 2 = classic group metadata, 3 = consumer (KIP-848) group, 4 = streams (KIP-1071) group, 5 = share (KIP-932) group |
 //! | u16 + UTF-8 | group id |
 //! | u16 + UTF-8, i32 | topic and partition (kind 1 only) |
 //!
 //! Values are JSON objects with a `"v"` version field (see [`OffsetValue`],
-//! [`GroupValue`], [`ConsumerGroupValue`] and [`StreamsGroupValue`]); byte strings inside them are hex.
-//! A null value is a tombstone.
+//! [`GroupValue`], [`ConsumerGroupValue`] and [`StreamsGroupValue`]; a share group's is
+//! `share::group::ShareGroup::encode`'s, which this layer carries as bytes); byte strings
+//! inside them are hex. A null value is a tombstone.
 
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +21,7 @@ const KIND_OFFSET: u8 = 1;
 const KIND_GROUP: u8 = 2;
 const KIND_CONSUMER_GROUP: u8 = 3;
 const KIND_STREAMS_GROUP: u8 = 4;
+const KIND_SHARE_GROUP: u8 = 5;
 
 /// A decoded record key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -28,6 +30,7 @@ pub enum Key {
     Group { group: String },
     ConsumerGroup { group: String },
     StreamsGroup { group: String },
+    ShareGroup { group: String },
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -65,6 +68,10 @@ impl Key {
                 out.push(KIND_STREAMS_GROUP);
                 put_str(&mut out, group);
             }
+            Key::ShareGroup { group } => {
+                out.push(KIND_SHARE_GROUP);
+                put_str(&mut out, group);
+            }
         }
         out
     }
@@ -84,6 +91,7 @@ impl Key {
             KIND_GROUP => Some(Key::Group { group }),
             KIND_CONSUMER_GROUP => Some(Key::ConsumerGroup { group }),
             KIND_STREAMS_GROUP => Some(Key::StreamsGroup { group }),
+            KIND_SHARE_GROUP => Some(Key::ShareGroup { group }),
             _ => None,
         }
     }
@@ -161,6 +169,7 @@ mod tests {
             Key::Offset { group: "g".into(), topic: "t".into(), partition: 3 },
             Key::Group { group: "gé".into() },
             Key::StreamsGroup { group: "s".into() },
+            Key::ShareGroup { group: "q".into() },
         ] {
             assert_eq!(Key::decode(&k.encode()), Some(k));
         }

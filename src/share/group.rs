@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
@@ -33,7 +34,7 @@ impl Default for GroupConfig {
 }
 
 /// A share group member.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Member {
     pub id: String,
     pub rack_id: Option<String>,
@@ -42,6 +43,8 @@ pub struct Member {
     pub subscribed: Vec<String>,
     pub epoch: i32,
     pub assigned: BTreeSet<Tp>,
+    /// Not stored: a member read back gets a full session from the load on.
+    #[serde(skip)]
     last_heartbeat: i64,
 }
 
@@ -67,7 +70,7 @@ pub struct HeartbeatReply {
 }
 
 /// A share group.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShareGroup {
     pub id: String,
     pub epoch: i32,
@@ -171,6 +174,20 @@ impl ShareGroup {
         })
     }
 
+    /// Starts every member's session afresh at `now`, as after the group is read back.
+    pub fn touch_all(&mut self, now: i64) {
+        for m in self.members.values_mut() {
+            m.last_heartbeat = now;
+        }
+    }
+
+    /// What a heartbeat of `member` may change that is stored: the epochs, the member
+    /// count, and the member's own fields. Assignments move only with the group epoch.
+    pub(super) fn stored_view(&self, member: &str) -> (i32, i32, usize, Option<Member>) {
+        let m = self.members.get(member).map(|m| Member { last_heartbeat: 0, ..m.clone() });
+        (self.epoch, self.assignment_epoch, self.members.len(), m)
+    }
+
     /// Removes members whose session ran out; returns their ids.
     pub fn tick(&mut self, topics: &Topics, cfg: &GroupConfig, now: i64) -> Vec<String> {
         let gone: Vec<String> =
@@ -208,6 +225,29 @@ impl ShareGroup {
             m.assigned = out.remove(&m.id).unwrap_or_default();
         }
         self.assignment_epoch = self.epoch;
+    }
+}
+
+/// A share group as stored in `__consumer_offsets` (see `group::store`), JSON with a
+/// version like the other groups' values there.
+#[derive(Serialize, Deserialize)]
+struct StoredGroup {
+    v: u16,
+    group: ShareGroup,
+}
+
+impl ShareGroup {
+    /// The stored value of the group.
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(&StoredGroup { v: 0, group: self.clone() }).expect("serializable")
+    }
+
+    /// A group read back from its stored value, its members' sessions starting at `now`;
+    /// None for bytes that are not one.
+    pub fn decode(b: &[u8], now: i64) -> Option<ShareGroup> {
+        let mut g = serde_json::from_slice::<StoredGroup>(b).ok().filter(|s| s.v == 0)?.group;
+        g.touch_all(now);
+        Some(g)
     }
 }
 

@@ -85,3 +85,26 @@ fn new_partitions_are_assigned() {
     let r = g.heartbeat(beat("a", 1), &topics(3), &c, 0).unwrap();
     assert_eq!((r.epoch, r.assignment.map(|a| a.len())), (2, Some(3)));
 }
+
+#[test]
+fn a_stored_group_reads_back_with_its_members_epochs_and_assignment() {
+    let (t, c) = (topics(3), GroupConfig { session_timeout_ms: 100, ..Default::default() });
+    let mut g = ShareGroup::new("g");
+    g.heartbeat(join("a"), &t, &c, 0).unwrap();
+    g.heartbeat(join("b"), &t, &c, 0).unwrap();
+    let mut back = ShareGroup::decode(&g.encode(), 1_000).unwrap();
+    assert_eq!((back.epoch, back.assignment_epoch), (2, 2));
+    assert_eq!(back.members["a"].assigned, g.members["a"].assigned);
+    // The members' sessions run from the load: none has timed out at once.
+    assert!(back.tick(&t, &c, 1_050).is_empty());
+    // a continues with its epoch; nothing moved, so the group epoch stays.
+    assert_eq!(back.heartbeat(beat("a", 1), &t, &c, 1_150).unwrap().epoch, 2);
+    assert_eq!(back.epoch, 2);
+    // b never comes back: its session runs out and the epoch goes on from the stored one.
+    assert_eq!(back.tick(&t, &c, 1_200), vec!["b".to_string()]);
+    assert_eq!(back.epoch, 3);
+    let empty = ShareGroup::decode(&ShareGroup::new("e").encode(), 0).unwrap();
+    assert_eq!(empty.state_name(), "Empty");
+    assert!(ShareGroup::decode(b"{\"v\":9,\"group\":{}}", 0).is_none());
+    assert!(ShareGroup::decode(b"\xff", 0).is_none());
+}

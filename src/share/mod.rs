@@ -8,8 +8,11 @@
 //! writes it through the state APIs ([`persister`]). An acquisition or acknowledgement is
 //! answered only once written; a write that fails drops the in-memory copy, so the last
 //! durable state is read back and the client is told its acknowledgement failed.
-//! Membership (the share group coordinator) stays in memory: members rejoin after a
-//! restart.
+//!
+//! Membership is durable too: the share group coordinator writes a group to
+//! `__consumer_offsets` (next to the other groups, keyed as `group::store` says) when a
+//! member joins or leaves, an epoch moves or the group is deleted (a tombstone), and the
+//! next coordinator of the group reads it back; members keep their ids and epochs.
 
 pub mod coordinator;
 pub mod group;
@@ -19,7 +22,7 @@ pub mod persister;
 pub mod session;
 pub mod state;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use parking_lot::{Mutex, RwLock};
 use uuid::Uuid;
@@ -82,6 +85,8 @@ pub struct PendingWrite {
 
 struct Inner {
     groups: HashMap<String, ShareGroup>,
+    /// Groups changed since they were last written (gone ones get a tombstone).
+    unwritten: HashSet<String>,
     partitions: HashMap<Key, Led>,
     sessions: SessionCache,
 }
@@ -108,7 +113,12 @@ impl ShareCoordinator {
     /// A coordinator with no groups, keeping at most `max_sessions` share sessions.
     pub fn new(group_config: GroupConfig, share_config: ShareConfig, max_sessions: usize) -> ShareCoordinator {
         ShareCoordinator {
-            inner: Mutex::new(Inner { groups: HashMap::new(), partitions: HashMap::new(), sessions: SessionCache::new(max_sessions) }),
+            inner: Mutex::new(Inner {
+                groups: HashMap::new(),
+                unwritten: HashSet::new(),
+                partitions: HashMap::new(),
+                sessions: SessionCache::new(max_sessions),
+            }),
             group_config,
             share_config,
             overrides: RwLock::new(HashMap::new()),
@@ -146,10 +156,15 @@ impl ShareCoordinator {
         let cfg = self.group_config_for(group_id);
         let mut inner = self.inner.lock();
         let g = inner.groups.entry(group_id.to_string()).or_insert_with(|| ShareGroup::new(group_id));
+        let before = g.stored_view(&hb.member_id);
+        let member = hb.member_id.clone();
         let reply = g.heartbeat(hb, topics, &cfg, now);
+        let after = g.stored_view(reply.as_ref().map_or(&member, |r| &r.member_id));
         if g.members.is_empty() && g.epoch == 0 {
             // A first heartbeat that failed leaves no group behind.
             inner.groups.remove(group_id);
+        } else if before != after {
+            inner.unwritten.insert(group_id.to_string());
         }
         if let (Ok(_), Some(m)) = (&reply, leaving) {
             self.release_member(&mut inner, group_id, &m);
@@ -177,6 +192,9 @@ impl ShareCoordinator {
             return Err(Error::InvalidRequest("GroupId can't be empty.".into()));
         }
         let mut inner = self.inner.lock();
+        if !inner.groups.contains_key(group_id) {
+            inner.unwritten.insert(group_id.to_string());
+        }
         let g = inner.groups.entry(group_id.to_string()).or_insert_with(|| {
             // Epoch 1: a group that exists (a failed first heartbeat drops epoch-0 groups).
             let mut g = ShareGroup::new(group_id);
@@ -192,10 +210,15 @@ impl ShareCoordinator {
     /// Session timeouts and lock timeouts. Returns how many records came back.
     pub fn tick(&self, topics: &Topics, now: i64) -> usize {
         let mut inner = self.inner.lock();
-        let mut gone = Vec::new();
+        let (mut gone, mut moved) = (Vec::new(), Vec::new());
         for (id, g) in inner.groups.iter_mut() {
+            let epoch = g.epoch;
             gone.extend(g.tick(topics, &self.group_config_for(id), now).into_iter().map(|m| (id.clone(), m)));
+            if g.epoch != epoch {
+                moved.push(id.clone());
+            }
         }
+        inner.unwritten.extend(moved);
         for (g, m) in gone {
             tracing::info!(group = %g, member = %m, "share group member's session timed out");
             self.release_member(&mut inner, &g, &m);
@@ -229,8 +252,40 @@ impl ShareCoordinator {
             return Err(Error::NonEmptyGroup(group_id.into()));
         }
         inner.groups.remove(group_id);
+        inner.unwritten.insert(group_id.to_string());
         inner.partitions.retain(|(g, _, _), _| g != group_id);
         Ok(())
+    }
+
+    /// Writes every group changed since its last write through `write` (group id, the
+    /// stored value or None for a tombstone), in the order the changes were made: the
+    /// lock is held throughout. A group whose write fails stays to be written again.
+    pub fn persist_groups(&self, write: impl Fn(&str, Option<Vec<u8>>) -> Result<()>) {
+        let mut inner = self.inner.lock();
+        let ids: Vec<String> = inner.unwritten.drain().collect();
+        for id in ids {
+            if let Err(e) = write(&id, inner.groups.get(&id).map(ShareGroup::encode)) {
+                tracing::warn!(group = %id, error = %e, "could not persist share group");
+                inner.unwritten.insert(id);
+            }
+        }
+    }
+
+    /// Follows the groups' coordinator partitions: groups `keep` rejects are dropped
+    /// (coordinated elsewhere now, or about to be read back), then the stored groups
+    /// read from the partitions gained are taken as they were written.
+    pub fn restore_groups(&self, keep: &dyn Fn(&str) -> bool, loaded: Vec<(String, Vec<u8>)>, now: i64) {
+        let mut inner = self.inner.lock();
+        inner.groups.retain(|id, _| keep(id));
+        inner.unwritten.retain(|id| keep(id));
+        for (id, value) in loaded {
+            match ShareGroup::decode(&value, now) {
+                Some(g) => {
+                    inner.groups.insert(id, g);
+                }
+                None => tracing::warn!(group = %id, "unreadable stored share group skipped"),
+            }
+        }
     }
 
     /// Is the share partition in memory, read at `leader_epoch`?
@@ -449,6 +504,57 @@ mod tests {
         c.delete_group("g").unwrap();
         assert!(c.partition_state("g", tp).is_none());
         assert!(matches!(c.describe("g"), Err(Error::GroupIdNotFound(_))));
+    }
+
+    /// Writes `c`'s changed groups: (group, present) each.
+    fn persisted(c: &ShareCoordinator, store: &Mutex<HashMap<String, Vec<u8>>>) -> Vec<(String, bool)> {
+        let out = Mutex::new(Vec::new());
+        c.persist_groups(|id, v| {
+            out.lock().push((id.to_string(), v.is_some()));
+            match v {
+                Some(v) => store.lock().insert(id.to_string(), v),
+                None => store.lock().remove(id),
+            };
+            Ok(())
+        });
+        out.into_inner()
+    }
+
+    #[test]
+    fn groups_are_written_when_they_change_and_read_back_by_the_next_coordinator() {
+        let gc = GroupConfig { session_timeout_ms: 100, ..Default::default() };
+        let c = ShareCoordinator::new(gc.clone(), ShareConfig::default(), 10);
+        let store = Mutex::new(HashMap::new());
+        let a = c.heartbeat("g", join(""), &topics(), 0).unwrap();
+        assert_eq!(persisted(&c, &store), vec![("g".to_string(), true)]);
+        // A heartbeat that changes nothing stored writes nothing.
+        c.heartbeat("g", Heartbeat { member_id: a.member_id.clone(), epoch: 1, ..Default::default() }, &topics(), 50).unwrap();
+        assert!(persisted(&c, &store).is_empty());
+        // A failed first heartbeat leaves nothing to write.
+        assert!(c.heartbeat("h", Heartbeat { member_id: "x".into(), epoch: 3, ..Default::default() }, &topics(), 0).is_err());
+        assert!(persisted(&c, &store).is_empty());
+        c.ensure_empty_group("e").unwrap();
+        assert_eq!(persisted(&c, &store), vec![("e".to_string(), true)]);
+
+        // The next coordinator: a member keeps its id and epoch, and its session runs from the load.
+        let next = ShareCoordinator::new(gc, ShareConfig::default(), 10);
+        let loaded: Vec<(String, Vec<u8>)> = store.lock().clone().into_iter().collect();
+        next.restore_groups(&|_| true, loaded, 1_000);
+        assert_eq!(next.list(), vec![("e".to_string(), "Empty"), ("g".to_string(), "Stable")]);
+        let beat = Heartbeat { member_id: a.member_id.clone(), epoch: 1, ..Default::default() };
+        assert_eq!(next.heartbeat("g", beat, &topics(), 1_050).unwrap().epoch, 1);
+        assert_eq!(next.tick(&topics(), 1_100), 0);
+        assert_eq!(next.describe("g").unwrap().members.len(), 1);
+        // Its session runs out as usual: the group empties, a new epoch is written.
+        next.tick(&topics(), 1_200);
+        assert_eq!(next.describe("g").unwrap().epoch, 2);
+        assert_eq!(persisted(&next, &store), vec![("g".to_string(), true)]);
+        next.delete_group("e").unwrap();
+        assert_eq!(persisted(&next, &store), vec![("e".to_string(), false)]);
+        // Groups coordinated elsewhere now are dropped, with nothing written for them.
+        next.restore_groups(&|g| g != "g", Vec::new(), 1_300);
+        assert!(next.list().is_empty());
+        assert!(persisted(&next, &store).is_empty());
     }
 
     #[test]

@@ -41,7 +41,10 @@ class ShareRestartTest {
 
     @Test
     void acceptedRecordsStayAcceptedAndHeldOnesComeBackCountedAfterKill9() throws Exception {
-        SluiceCluster cluster = clusters.start("share-restart", 1, Map.of("group.share.heartbeat.interval.ms", "500"));
+        // A short session: the member from before the crash, whose leave never arrived, is
+        // read back with the group (membership is durable) and stays until its session runs out.
+        SluiceCluster cluster = clusters.start("share-restart", 1, Map.of("group.share.heartbeat.interval.ms", "500",
+                "group.share.min.session.timeout.ms", "6000", "group.share.session.timeout.ms", "6000"));
         String topic = "share-restart";
         String group = "sg-restart";
         int n = 100;
