@@ -67,7 +67,16 @@ def controller_properties(path, node_id, data_dir, controller_port, voters, role
 
 
 def status(lib, bootstrap):
-    r = quorum_tool(lib, bootstrap, "describe", "--status")
+    # Right after a leader removes itself it is still leader, but no longer among the voters,
+    # until its handover (as in Kafka, which resigns once the removal is committed); the tool
+    # then fails looking the leader up in the voters (NoSuchElementException). Only that is
+    # waited out, for a bounded time.
+    deadline = time.monotonic() + 30
+    while True:
+        r = quorum_tool(lib, bootstrap, "describe", "--status")
+        if r.returncode == 0 or "NoSuchElementException" not in r.stdout + r.stderr or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert r.returncode == 0, r.stdout + r.stderr
     fields = dict(re.findall(r"^(\w+):\s+(.*)$", r.stdout, re.M))
     ids = lambda s: sorted(int(i) for i in re.findall(r'"id": (\d+)', s))
