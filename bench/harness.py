@@ -488,7 +488,7 @@ def parse_args():
     ap.add_argument("--disk-mib", type=int,
                     help="MiB written per disk baseline pass (default 2048; 1024 with --quick)")
     ap.add_argument("--max-minutes", type=float,
-                    help="time budget for the measurements (default 18; 8 with --quick)")
+                    help="time budget for the measurements (default 25; 8 with --quick)")
     ap.add_argument("--results-dir", help="where results go (default bench/results; "
                     "bench/results/SECTION for --only security or --only share, so the full "
                     "run's stay)")
@@ -505,7 +505,7 @@ def parse_args():
     if a.cluster_reps is None:
         a.cluster_reps = a.reps
     if a.max_minutes is None:
-        a.max_minutes = 8 if a.quick else 18
+        a.max_minutes = 8 if a.quick else 25
     if a.disk_mib is None:
         a.disk_mib = 1024 if a.quick else 2048
     sections = set(SECTIONS) - set(OPT_IN)
