@@ -75,8 +75,15 @@ def task_ids(tasks):
                   lambda kv: kp.compact_string(kv[0]) + carray(kv[1], kp.i32) + TAGS)
 
 
-def heartbeat_body(group, member, epoch, topology=None, tasks=None, process="p1", rebalance_timeout=30000):
-    """topology: (epoch, [encoded subtopologies]) or None. tasks: {sub: [p]} for all three kinds."""
+def task_offsets(offsets):
+    """[(subtopology, partition, offset)] -> compact array of TaskOffsets; None stays null."""
+    return carray(offsets, lambda o: kp.compact_string(o[0]) + kp.i32(o[1]) + kp.i64(o[2]) + TAGS)
+
+
+def heartbeat_body(group, member, epoch, topology=None, tasks=None, process="p1", rebalance_timeout=30000,
+                   offsets=None, end_offsets=None):
+    """topology: (epoch, [encoded subtopologies]) or None. tasks: {sub: [p]} for all three kinds.
+    offsets, end_offsets: [(subtopology, partition, offset)] or None (null: unchanged)."""
     body = (kp.compact_string(group) + kp.compact_string(member) + kp.i32(epoch) + kp.i32(0)
             + kp.compact_nullable_string(None) + kp.compact_nullable_string(None) + kp.i32(rebalance_timeout))
     if topology is None:
@@ -88,7 +95,7 @@ def heartbeat_body(group, member, epoch, topology=None, tasks=None, process="p1"
     body += task_ids(tasks) + task_ids(empty) + task_ids(empty)
     body += kp.compact_nullable_string(process) + kp.i8(-1)  # process id, no user endpoint
     body += carray(None if epoch != 0 else [], None)  # client tags
-    body += carray(None, None) + carray(None, None)  # task offsets, task end offsets
+    body += task_offsets(offsets) + task_offsets(end_offsets)
     body += kp.i8(0) + TAGS  # shutdown_application
     return body
 
@@ -273,3 +280,60 @@ def test_group_survives_a_restart(broker):
         assert e == epoch and statuses == [], (e, statuses)
         # A full heartbeat gets the same tasks back.
         assert {s: ps for s, ps in active} == tasks
+
+
+def describe_member_offsets(conn, group):
+    """StreamsGroupDescribe v0 of one group: {member id: (task offsets, task end offsets)},
+    each a sorted list of (subtopology, partition, offset)."""
+    r = conn.request(STREAMS_GROUP_DESCRIBE, 0, carray([group], kp.compact_string) + kp.i8(0) + TAGS, flexible=True)
+    r.i32()
+    assert r.uvarint() == 2
+    err = r.i16()
+    r.compact_string()
+    assert err == 0
+    r.compact_string(), r.compact_string(), r.i32(), r.i32()  # id, state, epochs
+    string_list = lambda rr: rr.compact_array(lambda x: x.compact_string())
+    key_value = lambda rr: (rr.compact_string(), rr.compact_string(), rr.tagged_fields())
+    topic = lambda rr: (rr.compact_string(), rr.i32(), rr.i16(), rr.compact_array(key_value), rr.tagged_fields())
+    if r.i8() >= 0:  # topology
+        r.i32()
+        r.compact_array(lambda rr: (rr.compact_string(), string_list(rr), string_list(rr), rr.compact_array(topic),
+                                    rr.compact_array(topic), rr.tagged_fields()))
+        r.tagged_fields()
+    offset = lambda rr: (rr.compact_string(), rr.i32(), rr.i64(), rr.tagged_fields())[:3]
+    task_ids = lambda rr: (rr.compact_string(), rr.compact_array(lambda x: x.i32()), rr.tagged_fields())
+    assignment = lambda rr: ([rr.compact_array(task_ids) for _ in range(3)], rr.tagged_fields())
+
+    def member(rr):
+        mid = rr.compact_string()
+        rr.i32(), rr.compact_string(), rr.compact_string(), rr.compact_string(), rr.compact_string(), rr.i32()
+        rr.compact_string()  # process
+        if rr.i8() >= 0:  # user endpoint
+            rr.compact_string(), rr._take(2), rr.tagged_fields()
+        rr.compact_array(key_value)
+        offsets, end_offsets = sorted(rr.compact_array(offset)), sorted(rr.compact_array(offset))
+        assignment(rr), assignment(rr), rr.boolean(), rr.tagged_fields()
+        return mid, (offsets, end_offsets)
+
+    return dict(r.compact_array(member))
+
+
+def test_reported_task_offsets_are_kept_and_described(broker):
+    """A member's TaskOffsets and TaskEndOffsets as Kafka 4.4 keeps them: a null list keeps the
+    last report, a list replaces it whole, a task listed twice is INVALID_REQUEST."""
+    with kp.Conn(broker.port) as c:
+        group = "sg-raw-offsets"
+        epoch, _ = joined_member(c, group)
+        assert describe_member_offsets(c, group) == {"m1": ([], [])}
+        sent = [("1", 0, 42), ("1", 2, 7)]
+        err, msg, *_ = heartbeat(c, heartbeat_body(group, "m1", epoch, offsets=sent, end_offsets=[("1", 0, 50)]))
+        assert err == 0, msg
+        assert describe_member_offsets(c, group) == {"m1": (sent, [("1", 0, 50)])}
+        err, msg, *_ = heartbeat(c, heartbeat_body(group, "m1", epoch))
+        assert err == 0, msg
+        assert describe_member_offsets(c, group) == {"m1": (sent, [("1", 0, 50)])}
+        err, msg, *_ = heartbeat(c, heartbeat_body(group, "m1", epoch, offsets=[("1", 1, 1), ("1", 1, 2)]))
+        assert err == INVALID_REQUEST and "Task offsets contain a duplicate entry for subtopology 1 and partition 1." in msg, msg
+        err, msg, *_ = heartbeat(c, heartbeat_body(group, "m1", epoch, offsets=[("1", 1, 9)], end_offsets=[]))
+        assert err == 0, msg
+        assert describe_member_offsets(c, group) == {"m1": ([("1", 1, 9)], [])}

@@ -16,6 +16,7 @@ use crate::auth::{Operation, ResourceType};
 use crate::controller::rpc::CreateRequest;
 use crate::error::Error;
 use crate::group::streams::assignor::TaskId;
+use crate::group::streams::task_offsets::Offsets;
 use crate::group::streams::topology::{CopartitionGroup, Subtopology, TopicInfo, Topology};
 use crate::group::streams::{Heartbeat, Tasks};
 
@@ -75,6 +76,17 @@ fn heartbeat_tasks(set: &BTreeSet<TaskId>) -> Vec<sgh::TaskIds> {
     by_subtopology(set).into_iter().map(|(s, ps)| sgh::TaskIds::default().with_subtopology_id(sb(s)).with_partitions(ps)).collect()
 }
 
+fn offsets_sent(list: &[req_t::TaskOffset]) -> Vec<(TaskId, i64)> {
+    list.iter().map(|o| ((o.subtopology_id.to_string(), o.partition), o.offset)).collect()
+}
+
+fn describe_offsets(offsets: &Offsets) -> Vec<sgd::TaskOffset> {
+    offsets
+        .iter()
+        .map(|((s, p), o)| sgd::TaskOffset::default().with_subtopology_id(sb(s.clone())).with_partition(*p).with_offset(*o))
+        .collect()
+}
+
 fn decode(ctx: &Ctx<'_>, req: &StreamsGroupHeartbeatRequest) -> Result<Heartbeat, Error> {
     let owned = match (&req.active_tasks, &req.standby_tasks, &req.warmup_tasks) {
         (None, None, None) => None,
@@ -98,6 +110,8 @@ fn decode(ctx: &Ctx<'_>, req: &StreamsGroupHeartbeatRequest) -> Result<Heartbeat
         process_id: req.process_id.as_ref().map(|s| s.to_string()),
         user_endpoint: req.user_endpoint.as_ref().map(|e| (e.host.to_string(), e.port)),
         client_tags: req.client_tags.as_ref().map(|kv| kv.iter().map(|k| (k.key.to_string(), k.value.to_string())).collect()),
+        task_offsets: req.task_offsets.as_deref().map(offsets_sent),
+        task_end_offsets: req.task_end_offsets.as_deref().map(offsets_sent),
         shutdown_application: req.shutdown_application,
         client_id: ctx.client_id.clone(),
         client_host: ctx.client_host.clone(),
@@ -259,6 +273,8 @@ pub async fn describe(ctx: &Ctx<'_>, req: StreamsGroupDescribeRequest) -> Stream
                                         .map(|(k, v)| sgd::KeyValue::default().with_key(sb(k.clone())).with_value(sb(v.clone())))
                                         .collect(),
                                 )
+                                .with_task_offsets(describe_offsets(&m.task_offsets.offsets))
+                                .with_task_end_offsets(describe_offsets(&m.task_offsets.end_offsets))
                                 .with_assignment(describe_tasks(&m.assigned))
                                 .with_target_assignment(describe_tasks(&target))
                         })

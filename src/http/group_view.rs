@@ -35,14 +35,23 @@ pub(super) fn members(b: &Broker, id: &str) -> Option<Vec<Value>> {
             }
             Value::Array(by.into_iter().map(|(s, ps)| json!({ "subtopology": s, "partitions": ps })).collect())
         };
+        let offsets = |o: &crate::group::streams::task_offsets::Offsets| {
+            Value::Array(o.iter().map(|((s, p), off)| json!({ "subtopology": s, "partition": p, "offset": off })).collect())
+        };
         let v = g.members.values().map(|m| {
-            let a = json!({ "active": tasks(&m.assigned.active), "standby": tasks(&m.assigned.standby), "warmup": tasks(&m.assigned.warmup) });
-            member(&m.id, m.instance_id.as_deref(), &m.client_id, &m.client_host, a)
+            let a =
+                json!({ "active": tasks(&m.assigned.active), "standby": tasks(&m.assigned.standby), "warmup": tasks(&m.assigned.warmup) });
+            let mut v = member(&m.id, m.instance_id.as_deref(), &m.client_id, &m.client_host, a);
+            // What the member last reported of its tasks' changelogs (as StreamsGroupDescribe).
+            v["task_offsets"] = offsets(&m.task_offsets.offsets);
+            v["task_end_offsets"] = offsets(&m.task_offsets.end_offsets);
+            v
         });
         return Some(v.collect());
     }
     if let Ok(g) = b.groups.consumer_describe(id) {
-        let v = g.members.values().map(|m| member(&m.id, m.instance_id.as_deref(), &m.client_id, &m.client_host, by_topic(&img, &m.assigned)));
+        let v =
+            g.members.values().map(|m| member(&m.id, m.instance_id.as_deref(), &m.client_id, &m.client_host, by_topic(&img, &m.assigned)));
         return Some(v.collect());
     }
     if let Some(d) = b.groups.describe(id) {
@@ -50,7 +59,9 @@ pub(super) fn members(b: &Broker, id: &str) -> Option<Vec<Value>> {
         let v = d.members.iter().map(|(mid, instance, client, host, _, assignment)| {
             // Only the consumer protocol's bytes have a known shape; other protocols' are opaque.
             let a = match assignment_partitions(assignment).filter(|_| consumer) {
-                Some(tps) => Value::Array(tps.into_iter().map(|(topic, partitions)| json!({ "topic": topic, "partitions": partitions })).collect()),
+                Some(tps) => {
+                    Value::Array(tps.into_iter().map(|(topic, partitions)| json!({ "topic": topic, "partitions": partitions })).collect())
+                }
                 None => Value::Null,
             };
             member(mid, instance.as_deref(), client, host, a)

@@ -2,7 +2,10 @@
 //! active tasks stay with their previous owner while that keeps the group balanced, the
 //! rest go to the least loaded member; standby replicas of the stateful tasks (those whose
 //! subtopology has a changelog) go to members of other processes (a process never holds two
-//! copies of one task), previous standby owners first.
+//! copies of one task): the task's previous active owner first, then, least loaded first,
+//! its previous standby owners and the members that report changelog offsets for it (most
+//! offsets first, as Kafka 4.4 ranks them), each while under its share of all copies; else
+//! the least loaded member.
 //!
 //! Kafka 4.4's assignor makes no warm-up tasks (its `AssignmentRefiner.refine` returns the
 //! assignment unchanged) and places standbys without regard to racks or client tags (its
@@ -10,6 +13,8 @@
 //! so neither does this one.
 
 use std::collections::{BTreeMap, BTreeSet};
+
+use super::task_offsets::Offsets;
 
 /// A task: (subtopology id, partition).
 pub type TaskId = (String, i32);
@@ -23,6 +28,8 @@ pub struct MemberSpec<'a> {
     pub prev_active: &'a BTreeSet<TaskId>,
     /// Standby tasks it had in the previous target.
     pub prev_standby: &'a BTreeSet<TaskId>,
+    /// The changelog offsets it last reported, per task.
+    pub offsets: &'a Offsets,
 }
 
 /// A member's share of the target assignment.
@@ -84,15 +91,33 @@ pub fn assign(members: &[MemberSpec<'_>], tasks: &[TaskId], stateful: &BTreeSet<
 }
 
 fn assign_standbys(members: &[MemberSpec<'_>], tasks: &[TaskId], standbys: usize, out: &mut BTreeMap<String, Assigned>) {
+    // Kafka's quota: every copy, active or standby, spread evenly (rounded up).
+    let copies = out.values().map(|a| a.active.len()).sum::<usize>() + tasks.len() * standbys;
+    let quota = copies.div_ceil(members.len());
     for t in tasks {
         for _ in 0..standbys {
+            let load = |m: &MemberSpec<'_>| out[m.id].active.len() + out[m.id].standby.len();
             // Processes already holding a copy of this task.
             let holding: BTreeSet<&str> =
                 members.iter().filter(|m| out[m.id].active.contains(t) || out[m.id].standby.contains(t)).map(|m| m.process_id).collect();
-            let pick = members
+            let open: Vec<&MemberSpec<'_>> = members.iter().filter(|m| !holding.contains(m.process_id)).collect();
+            // Where the task's state is already warm: previous standby owners, then reporters,
+            // more offsets first.
+            let warmth = |m: &MemberSpec<'_>| -> Option<(bool, i64)> {
+                let reported = m.offsets.get(t).copied();
+                (m.prev_standby.contains(t) || reported.is_some()).then(|| (!m.prev_standby.contains(t), -reported.unwrap_or(0)))
+            };
+            let pick = open
                 .iter()
-                .filter(|m| !holding.contains(m.process_id))
-                .min_by_key(|m| (!m.prev_standby.contains(t), out[m.id].active.len() + out[m.id].standby.len(), m.id));
+                .find(|m| m.prev_active.contains(t) && load(m) < quota)
+                .or_else(|| {
+                    open.iter()
+                        .filter_map(|m| warmth(m).map(|w| (m, w)))
+                        .filter(|(m, _)| load(m) < quota)
+                        .min_by_key(|(m, w)| (load(m), *w, m.id))
+                        .map(|(m, _)| m)
+                })
+                .or_else(|| open.iter().min_by_key(|m| (load(m), m.id)));
             match pick {
                 Some(m) => {
                     out.get_mut(m.id).expect("member").standby.insert(t.clone());
@@ -108,6 +133,8 @@ fn assign_standbys(members: &[MemberSpec<'_>], tasks: &[TaskId], standbys: usize
 mod tests {
     use super::*;
 
+    static NO: Offsets = Offsets::new();
+
     fn tasks(sub: &str, n: i32) -> Vec<TaskId> {
         (0..n).map(|p| (sub.to_string(), p)).collect()
     }
@@ -117,16 +144,16 @@ mod tests {
         let none = BTreeSet::new();
         let ids = ["a", "b"];
         let specs: Vec<MemberSpec> =
-            ids.iter().map(|id| MemberSpec { id, process_id: id, prev_active: &none, prev_standby: &none }).collect();
+            ids.iter().map(|id| MemberSpec { id, process_id: id, prev_active: &none, prev_standby: &none, offsets: &NO }).collect();
         let all = tasks("0", 6);
         let first = assign(&specs, &all, &BTreeSet::new(), 0);
         assert_eq!(first["a"].active.len(), 3);
         assert_eq!(first["b"].active.len(), 3);
         // A third member joins: each old member keeps two of its own tasks.
         let specs3 = vec![
-            MemberSpec { id: "a", process_id: "a", prev_active: &first["a"].active, prev_standby: &none },
-            MemberSpec { id: "b", process_id: "b", prev_active: &first["b"].active, prev_standby: &none },
-            MemberSpec { id: "c", process_id: "c", prev_active: &none, prev_standby: &none },
+            MemberSpec { id: "a", process_id: "a", prev_active: &first["a"].active, prev_standby: &none, offsets: &NO },
+            MemberSpec { id: "b", process_id: "b", prev_active: &first["b"].active, prev_standby: &none, offsets: &NO },
+            MemberSpec { id: "c", process_id: "c", prev_active: &none, prev_standby: &none, offsets: &NO },
         ];
         let second = assign(&specs3, &all, &BTreeSet::new(), 0);
         for id in ["a", "b", "c"] {
@@ -141,9 +168,9 @@ mod tests {
         let none = BTreeSet::new();
         let prev: BTreeSet<TaskId> = tasks("0", 4).into_iter().collect();
         let specs = vec![
-            MemberSpec { id: "a", process_id: "p1", prev_active: &prev, prev_standby: &none },
-            MemberSpec { id: "b", process_id: "p2", prev_active: &none, prev_standby: &none },
-            MemberSpec { id: "c", process_id: "p3", prev_active: &none, prev_standby: &none },
+            MemberSpec { id: "a", process_id: "p1", prev_active: &prev, prev_standby: &none, offsets: &NO },
+            MemberSpec { id: "b", process_id: "p2", prev_active: &none, prev_standby: &none, offsets: &NO },
+            MemberSpec { id: "c", process_id: "p3", prev_active: &none, prev_standby: &none, offsets: &NO },
         ];
         let out = assign(&specs, &tasks("0", 5), &BTreeSet::new(), 0);
         let sizes: Vec<usize> = out.values().map(|a| a.active.len()).collect();
@@ -155,9 +182,9 @@ mod tests {
     fn standbys_go_to_other_processes() {
         let none = BTreeSet::new();
         let specs = vec![
-            MemberSpec { id: "a1", process_id: "p1", prev_active: &none, prev_standby: &none },
-            MemberSpec { id: "a2", process_id: "p1", prev_active: &none, prev_standby: &none },
-            MemberSpec { id: "b1", process_id: "p2", prev_active: &none, prev_standby: &none },
+            MemberSpec { id: "a1", process_id: "p1", prev_active: &none, prev_standby: &none, offsets: &NO },
+            MemberSpec { id: "a2", process_id: "p1", prev_active: &none, prev_standby: &none, offsets: &NO },
+            MemberSpec { id: "b1", process_id: "p2", prev_active: &none, prev_standby: &none, offsets: &NO },
         ];
         let stateful = BTreeSet::from(["0"]);
         let out = assign(&specs, &tasks("0", 3), &stateful, 1);
@@ -179,13 +206,66 @@ mod tests {
     fn stateless_tasks_get_no_standbys() {
         let none = BTreeSet::new();
         let specs = vec![
-            MemberSpec { id: "a", process_id: "p1", prev_active: &none, prev_standby: &none },
-            MemberSpec { id: "b", process_id: "p2", prev_active: &none, prev_standby: &none },
+            MemberSpec { id: "a", process_id: "p1", prev_active: &none, prev_standby: &none, offsets: &NO },
+            MemberSpec { id: "b", process_id: "p2", prev_active: &none, prev_standby: &none, offsets: &NO },
         ];
         let mut all = tasks("0", 2);
         all.extend(tasks("1", 2));
         let out = assign(&specs, &all, &BTreeSet::from(["1"]), 1);
         let standby: BTreeSet<TaskId> = out.values().flat_map(|a| a.standby.iter().cloned()).collect();
         assert_eq!(standby, tasks("1", 2).into_iter().collect());
+    }
+
+    #[test]
+    fn standbys_go_where_the_state_is_warm() {
+        let none = BTreeSet::new();
+        let t0: BTreeSet<TaskId> = tasks("0", 1).into_iter().collect();
+        let stateful = BTreeSet::from(["0"]);
+        let standby_of = |specs: &[MemberSpec]| {
+            let out = assign(specs, &tasks("0", 1), &stateful, 1);
+            assert!(out["a"].active.contains(&("0".to_string(), 0)), "{out:?}");
+            out.iter().filter(|(_, a)| !a.standby.is_empty()).map(|(k, _)| k.clone()).collect::<Vec<_>>()
+        };
+        let few = Offsets::from([(("0".to_string(), 0), 10)]);
+        let many = Offsets::from([(("0".to_string(), 0), 50)]);
+        // Of two reporters, the one with more of the changelog; "b" would win on the id.
+        let specs = [
+            MemberSpec { id: "a", process_id: "p1", prev_active: &t0, prev_standby: &none, offsets: &NO },
+            MemberSpec { id: "b", process_id: "p2", prev_active: &none, prev_standby: &none, offsets: &few },
+            MemberSpec { id: "c", process_id: "p3", prev_active: &none, prev_standby: &none, offsets: &many },
+            MemberSpec { id: "d", process_id: "p4", prev_active: &none, prev_standby: &none, offsets: &NO },
+        ];
+        assert_eq!(standby_of(&specs), ["c"]);
+        // A previous standby owner comes before any reporter.
+        let specs = [
+            MemberSpec { id: "a", process_id: "p1", prev_active: &t0, prev_standby: &none, offsets: &NO },
+            MemberSpec { id: "b", process_id: "p2", prev_active: &none, prev_standby: &none, offsets: &many },
+            MemberSpec { id: "d", process_id: "p4", prev_active: &none, prev_standby: &t0, offsets: &NO },
+        ];
+        assert_eq!(standby_of(&specs), ["d"]);
+        // Without any warm member: the least loaded, then the id.
+        let specs = [
+            MemberSpec { id: "a", process_id: "p1", prev_active: &t0, prev_standby: &none, offsets: &NO },
+            MemberSpec { id: "c", process_id: "p3", prev_active: &none, prev_standby: &none, offsets: &NO },
+            MemberSpec { id: "b", process_id: "p2", prev_active: &none, prev_standby: &none, offsets: &NO },
+        ];
+        assert_eq!(standby_of(&specs), ["b"]);
+    }
+
+    #[test]
+    fn the_previous_active_owner_keeps_a_standby_copy() {
+        let none = BTreeSet::new();
+        let prev: BTreeSet<TaskId> = tasks("0", 2).into_iter().collect();
+        let many: Offsets = tasks("0", 2).into_iter().map(|t| (t, 99)).collect();
+        // "a" owned both tasks; "b" joins and takes one. Its standby stays with "a", whose
+        // state is the freshest, not with "c", which reports offsets.
+        let specs = [
+            MemberSpec { id: "a", process_id: "p1", prev_active: &prev, prev_standby: &none, offsets: &NO },
+            MemberSpec { id: "b", process_id: "p2", prev_active: &none, prev_standby: &none, offsets: &NO },
+            MemberSpec { id: "c", process_id: "p3", prev_active: &none, prev_standby: &none, offsets: &many },
+        ];
+        let out = assign(&specs, &tasks("0", 2), &BTreeSet::from(["0"]), 1);
+        let moved = out["b"].active.iter().next().expect("b got a task").clone();
+        assert!(out["a"].standby.contains(&moved), "{out:?}");
     }
 }

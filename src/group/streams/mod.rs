@@ -5,6 +5,7 @@
 
 pub mod assignor;
 pub mod pacing;
+pub mod task_offsets;
 pub mod topology;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -15,6 +16,7 @@ use super::modern;
 use crate::error::{Error, Result};
 use assignor::{MemberSpec, TaskId};
 use pacing::Pacing;
+use task_offsets::{Reported, TaskOffsets};
 use topology::{
     Configured, TopicInfo, Topology, STATUS_ASSIGNMENT_DELAYED, STATUS_MISSING_CLIENT_TAGS, STATUS_SHUTDOWN_APPLICATION,
     STATUS_STALE_TOPOLOGY,
@@ -132,6 +134,9 @@ pub struct Member {
     revocation_deadline: Option<i64>,
     /// A static member that left with epoch -2 and may come back.
     pub away: bool,
+    /// Its last reported changelog offsets (memory only, as in Kafka).
+    #[serde(skip)]
+    pub task_offsets: TaskOffsets,
 }
 
 /// One StreamsGroupHeartbeat, decoded.
@@ -149,6 +154,9 @@ pub struct Heartbeat {
     pub process_id: Option<String>,
     pub user_endpoint: Option<(String, u16)>,
     pub client_tags: Option<BTreeMap<String, String>>,
+    /// TaskOffsets and TaskEndOffsets as sent (null: unchanged).
+    pub task_offsets: Option<Vec<(TaskId, i64)>>,
+    pub task_end_offsets: Option<Vec<(TaskId, i64)>>,
     pub shutdown_application: bool,
     pub client_id: String,
     pub client_host: String,
@@ -315,7 +323,13 @@ impl StreamsGroup {
             .values()
             .map(|m| {
                 let prev = self.target.get(&m.id).unwrap_or(&empty);
-                MemberSpec { id: &m.id, process_id: &m.process_id, prev_active: &prev.active, prev_standby: &prev.standby }
+                MemberSpec {
+                    id: &m.id,
+                    process_id: &m.process_id,
+                    prev_active: &prev.active,
+                    prev_standby: &prev.standby,
+                    offsets: &m.task_offsets.offsets,
+                }
             })
             .collect();
         let standbys = cfg.num_standby_replicas.max(0) as usize;
@@ -406,8 +420,11 @@ impl StreamsGroup {
         }
         let mut changed = false;
         let was_empty = self.members.is_empty();
-        if hb.epoch == 0 {
+        let decode = |hb: &Heartbeat| Reported::from_lists(hb.task_offsets.as_deref(), hb.task_end_offsets.as_deref());
+        let reported = if hb.epoch == 0 {
+            let r = decode(&hb)?;
             changed |= self.join(&hb, cfg, now)?;
+            r
         } else {
             let m = self.members.get(&hb.member_id).ok_or_else(|| Error::UnknownMemberId(hb.member_id.clone()))?;
             if let Some(inst) = &hb.instance_id {
@@ -419,8 +436,11 @@ impl StreamsGroup {
                 o.active.is_subset(&m.assigned.active) && o.standby.is_subset(&m.assigned.standby) && o.warmup.is_subset(&m.assigned.warmup)
             });
             modern::check_heartbeat_epoch(hb.epoch, m.epoch, m.previous_epoch, subset)?;
-        }
+            decode(&hb)?
+        };
         changed |= self.update_member(&hb, now);
+        // Not a change the group epoch follows: the next assignment reads them.
+        self.members.get_mut(&hb.member_id).expect("member").task_offsets.apply(reported);
         if hb.shutdown_application && !self.shutdown_requested {
             tracing::info!(group = %self.id, member = %hb.member_id, "streams member requested the shutdown of the whole application");
             self.shutdown_requested = true;
@@ -535,6 +555,7 @@ impl StreamsGroup {
             last_heartbeat: now,
             revocation_deadline: None,
             away: false,
+            task_offsets: TaskOffsets::default(),
         };
         self.members.insert(hb.member_id.clone(), m);
         self.dirty = true;

@@ -310,3 +310,37 @@ fn missing_client_tags_are_a_status_from_v1() {
     full.client_tags = Some([("zone".to_string(), "z1".to_string()), ("rack".to_string(), "r1".to_string())].into());
     assert!(g.heartbeat(full, &t, &cfg, 2).unwrap().status.iter().all(|s| s.0 != STATUS_MISSING_CLIENT_TAGS));
 }
+
+#[test]
+fn reported_task_offsets_are_kept_and_rank_standby_candidates() {
+    let t = topics(true);
+    let mut g = StreamsGroup::new("g");
+    for (id, p) in [("a", "p1"), ("b", "p2"), ("c", "p3"), ("d", "p4")] {
+        g.heartbeat(join(id, p), &t, &cfg(), 0).unwrap();
+    }
+    let k = (0..4).map(|p| ("1".to_string(), p)).find(|x| !g.target["c"].active.contains(x)).expect("c lacks a stateful task");
+    let epoch = g.members["c"].epoch;
+    let report = |offsets: Option<Vec<(TaskId, i64)>>, end: Option<Vec<(TaskId, i64)>>| Heartbeat {
+        member_id: "c".into(),
+        epoch,
+        rebalance_timeout_ms: -1,
+        task_offsets: offsets,
+        task_end_offsets: end,
+        ..Default::default()
+    };
+    let hb = report(Some(vec![(k.clone(), 500)]), Some(vec![(k.clone(), 600)]));
+    g.heartbeat(hb, &t, &cfg(), 1).unwrap();
+    let kept = TaskOffsets { offsets: [(k.clone(), 500)].into(), end_offsets: [(k.clone(), 600)].into() };
+    assert_eq!(g.members["c"].task_offsets, kept);
+    // Null lists leave them; a duplicate is refused and changes nothing.
+    g.heartbeat(report(None, None), &t, &cfg(), 2).unwrap();
+    assert_eq!(g.members["c"].task_offsets, kept);
+    let e = g.heartbeat(report(Some(vec![(k.clone(), 1), (k.clone(), 2)]), None), &t, &cfg(), 3).unwrap_err();
+    assert!(matches!(e, Error::InvalidRequest(_)), "{e:?}");
+    assert_eq!(g.members["c"].task_offsets, kept);
+    // One standby per stateful task now: every member holds two active tasks, and of the
+    // members that may take `k`, only "c" has its state.
+    let one = StreamsConfig { num_standby_replicas: 1, ..cfg() };
+    g.heartbeat(report(None, None), &t, &one, 4).unwrap();
+    assert!(g.target["c"].standby.contains(&k), "{:?}", g.target);
+}

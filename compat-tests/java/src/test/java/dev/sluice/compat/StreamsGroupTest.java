@@ -328,7 +328,7 @@ class StreamsGroupTest {
     }
 
     @Test
-    @Timeout(value = 300, unit = TimeUnit.SECONDS)
+    @Timeout(value = 360, unit = TimeUnit.SECONDS)
     void twoInstancesShareTheTasksAndOneTakesOverWhenTheOtherStops(@TempDir Path stateDir) throws Exception {
         String app = "sg-wc-two";
         String in = app + "-in";
@@ -343,7 +343,9 @@ class StreamsGroupTest {
         AlterConfigOp standbys = new AlterConfigOp(new ConfigEntry("streams.num.standby.replicas", "1"), AlterConfigOp.OpType.SET);
         AlterConfigOp delay = new AlterConfigOp(
                 new ConfigEntry("streams.initial.rebalance.delay.ms", String.valueOf(GROUP_DELAY_MS)), AlterConfigOp.OpType.SET);
-        Clients.get(admin.incrementalAlterConfigs(Map.of(groupResource, List.of(standbys, delay))).all());
+        // Members report their tasks' changelog offsets this often (the least a group may set).
+        AlterConfigOp offsetInterval = new AlterConfigOp(new ConfigEntry("streams.task.offset.interval.ms", "15000"), AlterConfigOp.OpType.SET);
+        Clients.get(admin.incrementalAlterConfigs(Map.of(groupResource, List.of(standbys, delay, offsetInterval))).all());
         AtomicReference<Throwable> errorA = new AtomicReference<>();
         AtomicReference<Throwable> errorB = new AtomicReference<>();
         KafkaStreams a = streams(app, in, out, Files.createDirectories(stateDir.resolve("a")), errorA);
@@ -382,6 +384,18 @@ class StreamsGroupTest {
             }, failed);
             log("shared: %s", describe(app).members());
             awaitCounts(reader, expected, last, maxSeen, failed);
+            // The broker keeps what each member last reported of its tasks' state and shows it
+            // (the assignor ranks standby candidates by it): reported at the latest one offset
+            // interval after joining.
+            waitFor("the members' task offsets in the description", () -> {
+                try {
+                    StreamsGroupDescription d = describe(app);
+                    return d.members().stream().anyMatch(m -> !m.taskOffsets().isEmpty());
+                } catch (Exception | AssertionError e) {
+                    return false; // not described yet
+                }
+            }, failed);
+            log("task offsets: %s", describe(app).members().stream().map(m -> m.memberId() + "=" + m.taskOffsets()).toList());
 
             a.close(Duration.ofSeconds(30));
             waitFor("the remaining member to hold every task", () -> {
