@@ -104,8 +104,8 @@ fn assign_standbys(members: &[MemberSpec<'_>], tasks: &[TaskId], standbys: usize
             // Where the task's state is already warm: previous standby owners, then reporters,
             // more offsets first.
             let warmth = |m: &MemberSpec<'_>| -> Option<(bool, i64)> {
-                let reported = m.offsets.get(t).copied();
-                (m.prev_standby.contains(t) || reported.is_some()).then(|| (!m.prev_standby.contains(t), -reported.unwrap_or(0)))
+                let (prev, reported) = (m.prev_standby.contains(t), m.offsets.get(t).copied());
+                (prev || reported.is_some()).then(|| (!prev, -reported.unwrap_or(0)))
             };
             let pick = open
                 .iter()

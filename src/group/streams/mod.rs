@@ -164,6 +164,13 @@ pub struct Heartbeat {
     pub version: i16,
 }
 
+impl Heartbeat {
+    /// Its TaskOffsets and TaskEndOffsets, decoded (a duplicate task is INVALID_REQUEST).
+    fn reported(&self) -> Result<Reported> {
+        Reported::from_lists(self.task_offsets.as_deref(), self.task_end_offsets.as_deref())
+    }
+}
+
 /// The partitions one member's endpoint serves, for interactive queries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EndpointPartitions {
@@ -420,9 +427,9 @@ impl StreamsGroup {
         }
         let mut changed = false;
         let was_empty = self.members.is_empty();
-        let decode = |hb: &Heartbeat| Reported::from_lists(hb.task_offsets.as_deref(), hb.task_end_offsets.as_deref());
+        // Checked before anything changes, after the checks Kafka makes first.
         let reported = if hb.epoch == 0 {
-            let r = decode(&hb)?;
+            let r = hb.reported()?;
             changed |= self.join(&hb, cfg, now)?;
             r
         } else {
@@ -436,7 +443,7 @@ impl StreamsGroup {
                 o.active.is_subset(&m.assigned.active) && o.standby.is_subset(&m.assigned.standby) && o.warmup.is_subset(&m.assigned.warmup)
             });
             modern::check_heartbeat_epoch(hb.epoch, m.epoch, m.previous_epoch, subset)?;
-            decode(&hb)?
+            hb.reported()?
         };
         changed |= self.update_member(&hb, now);
         // Not a change the group epoch follows: the next assignment reads them.
